@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class KernelIndexConfig(AppConfig):
+    name = "kernelindex"
+    verbose_name = "KernelIndex"

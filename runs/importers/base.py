@@ -1,0 +1,115 @@
+"""The import framework behind ``manage.py import``.
+
+Each format knows how to recognise a file (``detect``), how to read and fully validate it
+without writing anything (``parse``), and how to write what it parsed (``apply``). The command
+parses every path first and only then applies them all in one transaction, so a bad file
+anywhere stops the whole import with nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelindex import canonical
+from runs.manifests import ManifestError
+
+
+class ImportFailure(ValueError):
+    """Bad input. The message names the file, the row and the problem."""
+
+    def __init__(self, path: Path | str, problem: str, *, row: str | int | None = None) -> None:
+        where = str(path)
+        if row is not None:
+            where += f", row {row}"
+        super().__init__(f"{where}: {problem}")
+
+
+@dataclass
+class Loaded:
+    """A file read from disk: its text and parsed JSON (or JSONL lines)."""
+
+    path: Path
+    text: str
+    data: Any = None  # parsed JSON document, or None for JSONL
+    lines: list[tuple[int, Any]] = field(default_factory=list)  # (line number, value) for JSONL
+
+
+@dataclass
+class Parsed:
+    """What a format parsed from one file, ready to apply."""
+
+    path: Path
+    format: str
+    apply: Callable[[dict[str, Any]], str]  # (options) → one-line summary
+    summary: str = ""
+
+
+@dataclass
+class Format:
+    name: str
+    description: str
+    detect: Callable[[Loaded], bool]
+    parse: Callable[[Loaded], Parsed]
+
+
+FORMATS: dict[str, Format] = {}
+
+
+def register(fmt: Format) -> Format:
+    FORMATS[fmt.name] = fmt
+    return fmt
+
+
+def load(path: Path) -> Loaded:
+    """Read a JSON or JSONL file strictly (no NaN/Infinity, no \\u0000, no unsafe integers)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ImportFailure(path, f"not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except OSError as error:
+        raise ImportFailure(path, f"cannot be read: {error.strerror}") from None
+    if not text.strip():
+        raise ImportFailure(path, "the file is empty")
+    loaded = Loaded(path=path, text=text)
+    try:
+        loaded.data = canonical.loads(text)
+        return loaded
+    except json.JSONDecodeError as error:
+        whole_error = error
+    except canonical.CanonicalError as error:
+        raise ImportFailure(path, str(error)) from None
+    # Not one JSON document: try JSON Lines, one value per non-empty line.
+    lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if len(lines) < 2 and not path.suffix == ".jsonl":
+        raise ImportFailure(
+            path, f"invalid JSON: {whole_error.msg} at line {whole_error.lineno} column {whole_error.colno}"
+        )
+    for number, line in lines:
+        try:
+            loaded.lines.append((number, canonical.loads(line)))
+        except json.JSONDecodeError as error:
+            raise ImportFailure(
+                path, f"invalid JSON: {error.msg} at column {error.colno}", row=f"line {number}"
+            ) from None
+        except canonical.CanonicalError as error:
+            raise ImportFailure(path, str(error), row=f"line {number}") from None
+    return loaded
+
+
+def detect(loaded: Loaded) -> Format:
+    for fmt in FORMATS.values():
+        if fmt.detect(loaded):
+            return fmt
+    raise ImportFailure(
+        loaded.path,
+        "unknown format: not a manifest bundle or any source format KernelIndex knows "
+        f"({', '.join(sorted(FORMATS))}); use --format to force one",
+    )
+
+
+def manifest_failure(path: Path, error: ManifestError, row: str | int | None = None) -> ImportFailure:
+    return ImportFailure(path, str(error), row=row)

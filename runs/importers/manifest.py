@@ -1,0 +1,43 @@
+"""Canonical manifest bundles, one JSON object or JSON Lines of bundles (what export writes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runs import services
+from runs.importers.base import Format, ImportFailure, Loaded, Parsed, register
+from runs.manifests import KINDS, ManifestError, VerifiedBundle, bundle_verify
+
+
+def _looks_like_bundle(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("run"), dict) and value["run"].get("kind") == KINDS["run"]
+
+
+def detect(loaded: Loaded) -> bool:
+    if loaded.data is not None:
+        return _looks_like_bundle(loaded.data)
+    return bool(loaded.lines) and _looks_like_bundle(loaded.lines[0][1])
+
+
+def parse(loaded: Loaded) -> Parsed:
+    rows = [(None, loaded.data)] if loaded.data is not None else [(f"line {n}", v) for n, v in loaded.lines]
+    bundles: list[VerifiedBundle] = []
+    for row, value in rows:
+        try:
+            bundles.append(bundle_verify(value, origin=""))
+        except ManifestError as error:
+            raise ImportFailure(loaded.path, str(error), row=row) from None
+
+    def apply(options: dict[str, Any]) -> str:
+        result = services.bundles_import(
+            bundles,
+            trust_annotations=True,
+            actor_label=f"import: {loaded.path.name}",
+            reason=f"imported from {loaded.path.name}",
+        )
+        return str(result)
+
+    return Parsed(path=loaded.path, format="manifest", apply=apply, summary=f"{len(bundles)} bundle(s)")
+
+
+register(Format("manifest", "KernelIndex canonical manifest bundles (JSON or JSONL)", detect, parse))

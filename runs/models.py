@@ -1,0 +1,389 @@
+"""The entities of DESIGN §1.
+
+Every record that has a canonical document (protocol, environment, workload, implementation,
+run) keeps the RFC 8785 bytes it was imported with in ``document`` (a text column, never
+``jsonb``: PostgreSQL would rewrite numbers) and is identified by the digest of those bytes.
+The relational columns next to it are derived from the document for querying and ranking.
+
+Runs are never deleted: ``Run.delete`` refuses, revisions point at their run with PROTECT,
+and a hidden or retracted run keeps its page as a tombstone.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+
+from kernelindex import canonical
+
+
+class DocumentMixin(models.Model):
+    """A record stored as its canonical manifest document."""
+
+    digest = models.CharField(max_length=71, unique=True)
+    name = models.CharField(max_length=200, blank=True)
+    title = models.CharField(max_length=300, blank=True)
+    document = models.TextField(help_text="RFC 8785 canonical bytes of the whole document.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+
+    @cached_property
+    def doc(self) -> dict[str, Any]:
+        return json.loads(self.document)
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return self.doc.get("spec", {})
+
+    def __str__(self) -> str:
+        return self.title or self.name or canonical.short(self.digest)
+
+
+class Source(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    url = models.URLField(blank=True)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("runs:source_detail", args=[self.slug])
+
+
+class BenchmarkQuerySet(models.QuerySet):
+    def for_listing(self) -> BenchmarkQuerySet:
+        return self.select_related("source")
+
+
+class Benchmark(models.Model):
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="benchmarks")
+    native_id = models.CharField(max_length=200, help_text="The source's own id of the problem.")
+    numeric_id = models.IntegerField(null=True, blank=True, help_text="e.g. SOL-ExecBench kernel 62")
+    title = models.CharField(max_length=300)
+    collection = models.CharField(max_length=100, blank=True)
+    hf_model_id = models.CharField(max_length=200, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    description = models.TextField(blank=True)
+    reference_code = models.TextField(blank=True)
+    definition = models.TextField(blank=True, help_text="The source's definition document, as published.")
+    workload = models.ForeignKey(
+        "Workload",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The source's current workload for this benchmark.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = BenchmarkQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["source__name", "native_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "native_id"], name="benchmark_unique_native_id"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.native_id
+
+    def get_absolute_url(self) -> str:
+        return reverse("runs:benchmark_detail", args=[self.source.slug, self.native_id])
+
+
+class Workload(DocumentMixin):
+    benchmark = models.ForeignKey(Benchmark, null=True, blank=True, on_delete=models.PROTECT, related_name="workloads")
+    case_count = models.PositiveIntegerField(default=0)
+
+    @property
+    def cases(self) -> list[dict[str, Any]]:
+        return self.spec.get("cases", [])
+
+
+class Protocol(DocumentMixin):
+    harness_name = models.CharField(max_length=200)
+    harness_version = models.CharField(max_length=100, blank=True)
+    family = models.CharField(max_length=100)
+    timer = models.CharField(max_length=100, blank=True)
+    primary_statistic = models.CharField(max_length=50, blank=True)
+
+    @property
+    def harness_label(self) -> str:
+        return f"{self.harness_name} {self.harness_version}".strip()
+
+
+class Environment(DocumentMixin):
+    vendor = models.CharField(max_length=100, blank=True)
+    product = models.CharField(max_length=200, help_text="Normalised, e.g. 'NVIDIA B200'.")
+    architecture = models.CharField(max_length=50, blank=True)
+
+    def get_absolute_url(self) -> str:
+        return reverse("runs:environment_detail", args=[self.digest])
+
+
+class Project(models.Model):
+    slug = models.SlugField(max_length=200, unique=True)
+    name = models.CharField(max_length=300, help_text="Kept whole: names contain '|', '@', spaces.")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("runs:project_detail", args=[self.slug])
+
+
+class Implementation(DocumentMixin):
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.PROTECT, related_name="implementations"
+    )
+    submitter = models.CharField(max_length=300, blank=True)
+    revision = models.CharField(max_length=300, blank=True)
+
+
+class ComparisonGroup(models.Model):
+    """Runs that share a comparison key (DESIGN §4) and are ranked together."""
+
+    DIRECTION_CHOICES = [("asc", "ascending"), ("desc", "descending")]
+    BEST_PER_CHOICES = [
+        ("submitter", "best run per submitter"),
+        ("implementation", "best run per implementation"),
+        ("run", "every run"),
+    ]
+
+    key = models.CharField(max_length=71, unique=True)
+    key_document = models.TextField(help_text="Canonical JSON the key is the sha256 of.")
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="groups")
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="groups")
+    family = models.CharField(max_length=100)
+    hardware_product = models.CharField(max_length=200)
+    harness_name = models.CharField(max_length=200)
+    harness_version = models.CharField(max_length=100, blank=True)
+    ranking_metric = models.CharField(max_length=50)
+    ranking_direction = models.CharField(max_length=4, choices=DIRECTION_CHOICES)
+    best_per = models.CharField(max_length=20, choices=BEST_PER_CHOICES)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["benchmark__native_id", "hardware_product", "harness_version"]
+        constraints = [
+            models.CheckConstraint(condition=Q(ranking_direction__in=["asc", "desc"]), name="group_direction_valid"),
+            models.CheckConstraint(
+                condition=Q(best_per__in=["submitter", "implementation", "run"]),
+                name="group_best_per_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.benchmark} · {self.hardware_product} · {self.harness_label}"
+
+    @property
+    def harness_label(self) -> str:
+        return f"{self.harness_name} {self.harness_version}".strip()
+
+    def get_absolute_url(self) -> str:
+        return reverse("runs:group_detail", args=[self.key])
+
+
+class EvidenceLevel(models.TextChoices):
+    SOURCE_REPORTED = "source_reported", "source reported"
+    SUBMITTER_REPORTED = "submitter_reported", "submitter reported"
+    KERNELINDEX_RERUN = "kernelindex_rerun", "KernelIndex rerun"
+
+
+class Visibility(models.TextChoices):
+    PUBLISHED = "published", "published"
+    HIDDEN = "hidden", "hidden"
+    RETRACTED = "retracted", "retracted"
+
+
+class RunStatus(models.TextChoices):
+    PASSED = "passed", "passed"
+    FAILED = "failed", "failed"
+    ERROR = "error", "error"
+    UNKNOWN = "unknown", "unknown"
+
+
+# The one eligibility rule of DESIGN §4: ranking, pages and the API all use this Q.
+ELIGIBLE = Q(status=RunStatus.PASSED, visibility=Visibility.PUBLISHED, quarantined=False, is_reference=False)
+
+
+class RunQuerySet(models.QuerySet):
+    def visible(self) -> RunQuerySet:
+        """Runs whose pages show their content (not tombstones)."""
+        return self.filter(visibility=Visibility.PUBLISHED)
+
+    def eligible(self) -> RunQuerySet:
+        return self.filter(ELIGIBLE)
+
+    def with_eligibility(self) -> RunQuerySet:
+        """Annotate ``eligible`` (bool) so a page can grey out ineligible rows."""
+        return self.annotate(eligible=models.ExpressionWrapper(ELIGIBLE, output_field=models.BooleanField()))
+
+    def for_listing(self) -> RunQuerySet:
+        # One JOIN for everything a list row shows; avoids a query per row.
+        return self.select_related(
+            "source",
+            "benchmark",
+            "benchmark__source",
+            "group",
+            "environment",
+            "implementation",
+            "implementation__project",
+            "protocol",
+        )
+
+
+class Run(models.Model):
+    public_id = models.CharField(max_length=64, unique=True)
+    identity = models.TextField(unique=True, help_text="Canonical JSON of the source's own identity of the run.")
+    digest = models.CharField(max_length=71, db_index=True)
+    document = models.TextField(help_text="RFC 8785 canonical bytes of the BenchmarkRun document.")
+    name = models.CharField(max_length=200, blank=True)
+    title = models.CharField(max_length=500, blank=True)
+    labels = models.JSONField(default=dict, blank=True)
+
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="runs")
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="runs")
+    group = models.ForeignKey(ComparisonGroup, on_delete=models.PROTECT, related_name="runs")
+    protocol = models.ForeignKey(Protocol, on_delete=models.PROTECT, related_name="runs")
+    environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="runs")
+    workload = models.ForeignKey(Workload, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
+    implementation = models.ForeignKey(
+        Implementation, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    # Declared digests, kept as the run states them even when the document is not in the index.
+    protocol_digest = models.CharField(max_length=71)
+    environment_digest = models.CharField(max_length=71)
+    workload_digest = models.CharField(max_length=71, blank=True)
+    implementation_digest = models.CharField(max_length=71, blank=True)
+
+    external_id = models.CharField(max_length=300)
+    submitter = models.CharField(max_length=300, blank=True, db_index=True)
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.PASSED)
+    status_detail = models.CharField(max_length=200, blank=True)
+    evidence_level = models.CharField(
+        max_length=30, choices=EvidenceLevel.choices, default=EvidenceLevel.SOURCE_REPORTED
+    )
+    is_reference = models.BooleanField(
+        default=False, help_text="A source's reference row (SOL Bound, Scoring Baseline…): unranked."
+    )
+
+    primary_statistic = models.CharField(max_length=50, blank=True)
+    latency_ns = models.FloatField(null=True, blank=True, help_text="Primary statistic, ns.")
+    sol_score = models.FloatField(null=True, blank=True)
+    avg_speedup = models.FloatField(null=True, blank=True)
+    fast_1_count = models.IntegerField(null=True, blank=True)
+    fast_1_total = models.IntegerField(null=True, blank=True)
+    source_rank = models.IntegerField(null=True, blank=True, help_text="Rank the source published.")
+    rank = models.IntegerField(null=True, blank=True, help_text="Computed by runs.ranking.")
+
+    observed_at = models.DateTimeField(null=True, blank=True)
+    published_at = models.DateTimeField(help_text="When KernelIndex first published the run.")
+    provenance_url = models.URLField(max_length=1000, blank=True)
+    retrieved_at = models.DateTimeField(null=True, blank=True)
+
+    visibility = models.CharField(max_length=20, choices=Visibility.choices, default=Visibility.PUBLISHED)
+    quarantined = models.BooleanField(default=False)
+    public_reason = models.TextField(blank=True, help_text="Shown on the page when hidden, retracted or quarantined.")
+    revision = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-observed_at", "public_id"]
+        indexes = [
+            models.Index(fields=["group", "rank"]),
+            models.Index(fields=["benchmark", "group"]),
+            models.Index(fields=["observed_at"]),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(evidence_level__in=EvidenceLevel.values), name="run_evidence_level_valid"
+            ),
+            models.CheckConstraint(condition=Q(visibility__in=Visibility.values), name="run_visibility_valid"),
+            models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="run_status_valid"),
+            models.CheckConstraint(condition=Q(rank__isnull=True) | Q(rank__gte=1), name="run_rank_positive"),
+            models.CheckConstraint(
+                condition=Q(fast_1_count__isnull=True)
+                | Q(fast_1_total__isnull=True)
+                | Q(fast_1_count__lte=models.F("fast_1_total")),
+                name="run_fast_1_count_le_total",
+            ),
+            models.CheckConstraint(
+                condition=Q(rank__isnull=True) | Q(is_reference=False), name="run_reference_unranked"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Run {self.public_id}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("runs:run_detail", args=[self.public_id])
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise models.ProtectedError(
+            "Runs are never deleted; hide or retract them so their page stays a tombstone.", {self}
+        )
+
+    @cached_property
+    def doc(self) -> dict[str, Any]:
+        return json.loads(self.document)
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return self.doc.get("spec", {})
+
+    @property
+    def shown_workload(self) -> Workload | None:
+        """The workload the run declares when the index has it; otherwise its benchmark's
+        current workload (the source's workload for that benchmark). The declared digest is
+        shown as declared either way."""
+        return self.workload or self.benchmark.workload
+
+    @property
+    def is_tombstone(self) -> bool:
+        return self.visibility != Visibility.PUBLISHED
+
+
+class RunRevision(models.Model):
+    """Every version a run has had: who changed it, what, and why. Append-only."""
+
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="revisions")
+    number = models.PositiveIntegerField()
+    digest = models.CharField(max_length=71)
+    document = models.TextField()
+    previous_digest = models.CharField(max_length=71, blank=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    actor_label = models.CharField(max_length=300, help_text="e.g. 'import: leaderboards/kernel-10…'")
+    reason = models.TextField()
+    changes = models.JSONField(default=dict, blank=True, help_text="Fields that changed: {field: [old, new]}.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "number"], name="run_revision_unique_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run} revision {self.number}"

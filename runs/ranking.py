@@ -1,0 +1,238 @@
+"""Comparability and ranking (DESIGN §4): the only place that decides what is comparable and
+in which order runs rank. Pages and the API read the stored ``Run.rank`` this module writes,
+so the eligibility rule and the ranking rule exist exactly once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kernelindex import canonical
+
+# GPU product names as sources write them → one normalised product name.
+_PRODUCT_ALIASES = {
+    "B200": "NVIDIA B200",
+    "GB200": "NVIDIA GB200",
+    "B300": "NVIDIA B300",
+    "H100": "NVIDIA H100",
+    "H100 80GB HBM3": "NVIDIA H100 80GB HBM3",
+    "H100 SXM": "NVIDIA H100",
+    "H200": "NVIDIA H200",
+    "A100": "NVIDIA A100",
+    "L40S": "NVIDIA L40S",
+    "L4": "NVIDIA L4",
+    "T4": "NVIDIA T4",
+}
+
+# Normalised product family → architecture. Longest prefix wins.
+_ARCHITECTURES = [
+    ("NVIDIA GB200", "sm_100"),
+    ("NVIDIA B200", "sm_100"),
+    ("NVIDIA B300", "sm_103"),
+    ("NVIDIA H100", "sm_90"),
+    ("NVIDIA H200", "sm_90"),
+    ("NVIDIA H20", "sm_90"),
+    ("NVIDIA L40S", "sm_89"),
+    ("NVIDIA L4", "sm_89"),
+    ("NVIDIA A100", "sm_80"),
+    ("NVIDIA A10G", "sm_86"),
+    ("NVIDIA T4", "sm_75"),
+]
+
+
+def normalise_product(name: str) -> str:
+    """'B200', 'nvidia b200' and 'NVIDIA B200' are one product: 'NVIDIA B200'."""
+    cleaned = re.sub(r"\s+", " ", name or "").strip()
+    if not cleaned:
+        return ""
+    if cleaned.lower().startswith("nvidia "):
+        cleaned = "NVIDIA " + cleaned[len("nvidia ") :]
+    bare = cleaned[len("NVIDIA ") :] if cleaned.startswith("NVIDIA ") else cleaned
+    for alias, product in _PRODUCT_ALIASES.items():
+        if bare.upper() == alias.upper():
+            return product
+    if cleaned.startswith("NVIDIA "):
+        return cleaned
+    if re.match(r"^(GB|[ABHLT])\d", bare.upper()):
+        return "NVIDIA " + bare
+    return cleaned
+
+
+def architecture_for(product: str) -> str:
+    """sm_XX for a normalised product, from the one lookup table; '' when unknown."""
+    best = ""
+    arch = ""
+    for prefix, value in _ARCHITECTURES:
+        if product.startswith(prefix) and len(prefix) > len(best):
+            best, arch = prefix, value
+    return arch
+
+
+@dataclass(frozen=True)
+class RankingRule:
+    metric: str  # a Run column: "sol_score" or "latency_ns"
+    direction: str  # "asc" or "desc"
+    best_per: str  # "submitter", "implementation" or "run"
+
+    @property
+    def description(self) -> str:
+        what = {"sol_score": "SOL score", "latency_ns": "latency"}.get(self.metric, self.metric)
+        order = "highest first" if self.direction == "desc" else "lowest first"
+        per = {
+            "submitter": "one row per submitter (their best)",
+            "implementation": "one row per implementation (its best)",
+            "run": "every run",
+        }[self.best_per]
+        return f"Ranked by {what}, {order}; {per}."
+
+
+_FAMILY_RULES = {
+    "sol_execbench_leaderboard": RankingRule("sol_score", "desc", "submitter"),
+    "sol_execbench_trace": RankingRule("latency_ns", "asc", "implementation"),
+    "kernelbench_timing": RankingRule("latency_ns", "asc", "run"),
+    "kernelindex_rerun": RankingRule("latency_ns", "asc", "implementation"),
+}
+_DEFAULT_RULE = RankingRule("latency_ns", "asc", "submitter")
+_METRIC_ALIASES = {"sol_score": "sol_score", "latency": "latency_ns", "latency_ns": "latency_ns"}
+
+
+def ranking_rule(protocol_spec: dict[str, Any]) -> RankingRule:
+    """The protocol carries the ranking rule; families without one use the source's own rule."""
+    family = (protocol_spec.get("comparability") or {}).get("family", "")
+    declared = protocol_spec.get("ranking")
+    if isinstance(declared, dict):
+        base = _FAMILY_RULES.get(family, _DEFAULT_RULE)
+        metric = _METRIC_ALIASES.get(str(declared.get("metric", "")), base.metric)
+        direction = {"ascending": "asc", "descending": "desc", "asc": "asc", "desc": "desc"}.get(
+            str(declared.get("direction", "")), base.direction
+        )
+        best_per = str(declared.get("bestPer", base.best_per))
+        if best_per not in {"submitter", "implementation", "run"}:
+            best_per = base.best_per
+        return RankingRule(metric, direction, best_per)
+    return _FAMILY_RULES.get(family, _DEFAULT_RULE)
+
+
+def comparison_key_document(
+    *, family: str, source: str, benchmark: str, product: str, harness_name: str, harness_version: str
+) -> dict[str, Any]:
+    """What two runs must share to be compared. Depends on nothing but the run's own bundle."""
+    return {
+        "family": family,
+        "source": source,
+        "benchmark": benchmark,
+        "hardware": normalise_product(product),
+        "harness": {"name": harness_name, "version": harness_version},
+    }
+
+
+def comparison_key(**parts: str) -> str:
+    return canonical.key_digest(comparison_key_document(**parts))
+
+
+@dataclass
+class RankRow:
+    """What ranking needs of one run (loaded with .values(), no model instances)."""
+
+    pk: int
+    group_id: int
+    submitter: str
+    implementation_id: int | None
+    metric: float | None
+    observed_at: Any
+    public_id: str
+    eligible: bool
+
+
+def compute_ranks(rows: Iterable[RankRow], rule: RankingRule) -> dict[int, int | None]:
+    """pk → rank. Eligible rows with a metric, best per submitter/implementation, ranked 1..n.
+
+    Ties keep the earlier observation first, then the public id, so ranks are deterministic.
+    """
+    rows = list(rows)
+    ranks: dict[int, int | None] = {row.pk: None for row in rows}
+    candidates = [row for row in rows if row.eligible and row.metric is not None]
+    sign = -1.0 if rule.direction == "desc" else 1.0
+
+    def order(row: RankRow) -> tuple:
+        observed = row.observed_at.timestamp() if row.observed_at else float("inf")
+        return (sign * row.metric, observed, row.public_id)
+
+    candidates.sort(key=order)
+    seen: set = set()
+    rank = 0
+    for row in candidates:
+        if rule.best_per == "submitter":
+            who = ("s", row.submitter)
+        elif rule.best_per == "implementation":
+            who = ("i", row.implementation_id or row.submitter)
+        else:
+            who = ("r", row.pk)
+        if who in seen:
+            continue
+        seen.add(who)
+        rank += 1
+        ranks[row.pk] = rank
+    return ranks
+
+
+def recompute_groups(group_ids: Iterable[int]) -> int:
+    """Recompute and store the rank of every run in these groups. Returns rows changed.
+
+    One query loads the groups, one loads their runs, one bulk update writes the changes.
+    """
+    from runs.models import ComparisonGroup, Run
+
+    group_ids = sorted(set(group_ids))
+    if not group_ids:
+        return 0
+    groups = {
+        group.pk: group
+        for group in ComparisonGroup.objects.filter(pk__in=group_ids).only(
+            "pk", "ranking_metric", "ranking_direction", "best_per"
+        )
+    }
+    by_group: dict[int, list[RankRow]] = defaultdict(list)
+    current: dict[int, int | None] = {}
+    fields = (
+        "pk",
+        "group_id",
+        "submitter",
+        "implementation_id",
+        "sol_score",
+        "latency_ns",
+        "observed_at",
+        "public_id",
+        "eligible",
+        "rank",
+    )
+    runs = Run.objects.filter(group_id__in=group_ids).with_eligibility().values(*fields)
+    for values in runs.iterator(chunk_size=5000):
+        group = groups[values["group_id"]]
+        current[values["pk"]] = values["rank"]
+        by_group[values["group_id"]].append(
+            RankRow(
+                pk=values["pk"],
+                group_id=values["group_id"],
+                submitter=values["submitter"],
+                implementation_id=values["implementation_id"],
+                metric=values[group.ranking_metric],
+                observed_at=values["observed_at"],
+                public_id=values["public_id"],
+                eligible=bool(values["eligible"]),
+            )
+        )
+    changed: list[Run] = []
+    for group_id, rows in by_group.items():
+        group = groups[group_id]
+        rule = RankingRule(group.ranking_metric, group.ranking_direction, group.best_per)
+        for pk, rank in compute_ranks(rows, rule).items():
+            if current[pk] != rank:
+                changed.append(Run(pk=pk, rank=rank))
+    if changed:
+        Run.objects.bulk_update(changed, ["rank"], batch_size=2000)
+    return len(changed)
