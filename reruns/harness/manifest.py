@@ -1,0 +1,415 @@
+"""Building the kernelindex.dev/v1alpha1 bundle of a rerun (pure Python, no torch).
+
+The bundle is {"run", "protocol", "environment", "workload", "implementation"}; the run's
+spec carries the digests of the four other documents (DESIGN.md section 2).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from datetime import UTC, datetime
+from typing import Any
+
+from . import status as st
+from .canonical import check_jcs_safe, digest
+from .version import HARNESS_NAME, HARNESS_VERSION
+
+API_VERSION = "kernelindex.dev/v1alpha1"
+SOURCE = "sol-execbench"
+
+# One lookup table for GPU architectures (compute capability wins when detected).
+ARCHITECTURES = {
+    "A100": "sm_80",
+    "A10G": "sm_86",
+    "L4": "sm_89",
+    "L40S": "sm_89",
+    "H100": "sm_90",
+    "H200": "sm_90",
+    "GH200": "sm_90",
+    "B200": "sm_100",
+    "GB200": "sm_100",
+    "B300": "sm_103",
+}
+
+DEFAULT_SETTINGS = {
+    "iterations": 50,
+    "warmupIterations": 10,
+    "warmupSeconds": 3.0,
+    "trials": 3,
+    "caseTimeLimitSeconds": 300.0,
+    "l2FlushBytes": 256 * 1024 * 1024,
+    "inputSeed": 1234,
+    "launchShield": True,
+    "cudaGraph": True,
+}
+
+
+def normalize_product(name: str) -> str:
+    """'H200' / 'NVIDIA H200' / 'nvidia h200' -> 'NVIDIA H200'."""
+    name = " ".join(str(name).split())
+    if name.upper().startswith("NVIDIA "):
+        name = name[len("NVIDIA ") :]
+    return "NVIDIA " + name
+
+
+def short_product(product: str) -> str:
+    return normalize_product(product)[len("NVIDIA ") :]
+
+
+def architecture_for(product: str, compute_capability: tuple[int, int] | None = None) -> str | None:
+    if compute_capability is not None:
+        major, minor = compute_capability
+        return f"sm_{major}{minor}"
+    short = short_product(product).split()[0].upper() if product else ""
+    return ARCHITECTURES.get(short)
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")
+
+
+def geomean(values: list[float]) -> float:
+    if not values:
+        raise ValueError("geomean of nothing")
+    if any(v <= 0 for v in values):
+        raise ValueError("geomean needs positive values")
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _iso_z(moment: datetime | str) -> str:
+    if isinstance(moment, str):
+        return moment
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _compact_ts(observed_at: str) -> str:
+    return (
+        re.sub(r"[^0-9TZ]", "", observed_at.split(".")[0]) + "Z"
+        if "." in observed_at
+        else re.sub(r"[^0-9TZ]", "", observed_at)
+    )
+
+
+def _doc(kind: str, name: str, title: str, spec: dict, labels: dict | None = None) -> dict:
+    metadata: dict[str, Any] = {"name": name, "title": title}
+    if labels:
+        metadata["labels"] = {str(k): str(v) for k, v in labels.items()}
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": spec}
+
+
+def _r(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def protocol_document(settings: dict | None = None) -> dict:
+    s = {**DEFAULT_SETTINGS, **(settings or {})}
+    measurement = {
+        "timer": "cuda_graph_or_events",
+        "primaryStatistic": "median",
+        "aggregation": "geomean of per-case medians",
+        "iterations": int(s["iterations"]),
+        "warmupIterations": int(s["warmupIterations"]),
+        "warmupSeconds": float(s["warmupSeconds"]),
+        "coldL2": True,
+        "l2Flush": {
+            "method": "write (zero) a device buffer larger than L2 before every iteration",
+            "bytes": int(s["l2FlushBytes"]),
+        },
+        "trials": int(s["trials"]),
+        "trialIsolation": "each trial in a separate process, trials run one after another",
+        "trialAggregation": "per case: median over trials of the per-trial medians",
+        "spread": "max/min of the per-trial geomeans of per-case medians",
+        "clocks": "not locked; brought to a steady state by warmupSeconds of busy GPU work "
+        "at the start of every trial process, and read after it",
+        "kernelTime": "CUDA graph replay of one call where capture works and the replay "
+        "reproduces the checked outputs; otherwise CUDA events around the "
+        "direct call (recorded per case as timer)",
+        "launchShield": bool(s["launchShield"]),
+        "launchShieldNote": "a GPU spin kernel is queued before the start event so the host "
+        "has enqueued the whole call before the GPU reaches it "
+        "(host launch gaps excluded)"
+        if s["launchShield"]
+        else "off",
+        "inputs": "fresh copy of the case inputs restored into the call's buffers before "
+        "every iteration (outside the timed region)",
+        "inputSeed": f"torch.manual_seed({int(s['inputSeed'])} + case index) before each "
+        "case's inputs are generated (random inputs, or the definition's "
+        "custom_inputs_entrypoint)",
+        "caseTimeLimitSeconds": float(s["caseTimeLimitSeconds"]),
+        "timeLimitEnforcement": "watchdog in the parent process kills the trial process; "
+        "the case is TIMEOUT and the trial resumes in a new process",
+    }
+    spec = {
+        "harness": {"name": HARNESS_NAME, "version": HARNESS_VERSION},
+        "measurement": measurement,
+        "correctness": {
+            "reference": "definition reference implementation",
+            "comparator": "kernelindex_allclose",
+            "policy": {
+                "rule": "element matches when |out - ref| <= max_atol + max_rtol * |ref| "
+                "(float32, float64 for float64 outputs); case passes when matched "
+                "ratio >= required_matched_ratio and max abs error <= max_error_cap "
+                "where published",
+                "tolerances": "per case, as published in workload.jsonl",
+                "defaults": {"max_atol": 0.01, "max_rtol": 0.01, "required_matched_ratio": 1.0, "max_error_cap": None},
+                "nonFinite": "NaN/Inf in an output fails the case (INCORRECT_NUMERICAL) "
+                "unless the reference holds the same value at that position",
+                "checks": "output count and shape (INCORRECT_SHAPE), dtype "
+                "(INCORRECT_DTYPE), then values; checked in every trial, "
+                "worst trial reported",
+                "statuses": list(st.ALL),
+            },
+        },
+        "comparability": {
+            "family": "kernelindex_rerun",
+            "notes": "Re-measured by KernelIndex on its own GPU with the KernelIndex rerun "
+            "harness. Comparable only within one definition, GPU product and "
+            "harness version; not comparable with source-reported latencies "
+            "(different GPU, timer and statistic).",
+        },
+        "ranking": {"metric": "latency", "direction": "ascending"},
+    }
+    version_slug = slug(HARNESS_VERSION)
+    return _doc(
+        "BenchmarkProtocol", f"kernelindex-rerun-harness-v{version_slug}", f"{HARNESS_NAME} {HARNESS_VERSION}", spec
+    )
+
+
+def environment_document(environment: dict) -> dict:
+    vendor = environment.get("vendor") or "nvidia"
+    product = normalize_product(environment["product"]) if vendor == "nvidia" \
+        else str(environment["product"])
+    arch = environment.get("architecture") or architecture_for(product)
+    hardware: dict[str, Any] = {"vendor": vendor, "product": product, "architecture": arch}
+    if environment.get("clocks") is not None:
+        hardware["clocks"] = environment["clocks"]
+    libraries = {k: (None if v is None else str(v)) for k, v in (environment.get("libraries") or {}).items()}
+    spec = {"hardware": hardware, "software": {"libraries": libraries}}
+    name_bits = [
+        short_product(product),
+        *(f"{k}-{v}" for k, v in sorted(libraries.items()) if k in ("torch", "driver") and v),
+    ]
+    return _doc(
+        "ExecutionEnvironment",
+        "kernelindex-" + slug(" ".join(name_bits)),
+        f"KernelIndex {product}, torch {libraries.get('torch')}",
+        spec,
+    )
+
+
+def workload_document(definition_name: str, cases: list[dict]) -> dict:
+    spec = {
+        "benchmark": {"source": SOURCE, "nativeId": definition_name},
+        "cases": [
+            {
+                "index": int(c["index"]),
+                "id": str(c["id"]),
+                "axes": dict(c.get("axes") or {}),
+                "tolerance": dict(c.get("tolerance") or {}),
+            }
+            for c in cases
+        ],
+        "suite": {"caseCount": len(cases)},
+    }
+    return _doc(
+        "Workload", f"sol-execbench-{slug(definition_name)}", f"{definition_name} · suite of {len(cases)} cases", spec
+    )
+
+
+def implementation_document(definition_name: str, implementation: dict) -> dict:
+    spec: dict[str, Any] = {
+        "project": implementation.get("project", "KernelIndex baselines"),
+        "submitter": implementation.get("submitter", "KernelIndex"),
+        "revision": implementation["revision"],
+        "languages": list(implementation.get("languages") or ["pytorch"]),
+        "codeDigest": implementation["codeDigest"],
+    }
+    for key, value in (implementation.get("extra") or {}).items():
+        spec.setdefault(key, value)
+    return _doc(
+        "Implementation",
+        f"{slug(definition_name)}-{slug(implementation['revision'])}",
+        f"{implementation['revision']} · {definition_name}",
+        spec,
+    )
+
+
+def _case_median(trial_medians: list[float | None]) -> float | None:
+    vals = [v for v in trial_medians if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def run_document(
+    *,
+    definition_name: str,
+    implementation: dict,
+    product: str,
+    case_results: list[dict],
+    n_cases: int,
+    observed_at: str,
+    digests: dict[str, str],
+    n_trials: int,
+    trial_info: list[dict] | None,
+    labels: dict | None,
+) -> dict:
+    results = sorted(case_results, key=lambda c: int(c["index"]))
+    statuses = [c["status"] for c in results]
+    all_passed = len(results) == n_cases and all(s == st.PASSED for s in statuses)
+    timed = all_passed and all(len([v for v in c.get("trialMediansNs") or [] if v]) == n_trials for c in results)
+
+    cases_out = []
+    for c in results:
+        median_ns = _case_median(c.get("trialMediansNs") or []) if c["status"] == st.PASSED else None
+        entry: dict[str, Any] = {
+            "index": int(c["index"]),
+            "id": str(c["id"]),
+            "status": c["status"],
+            "latencyNs": {"median": _r(median_ns)},
+            "timer": c.get("timer"),
+            "trialMediansNs": [_r(v) for v in c.get("trialMediansNs") or []],
+            "correctness": c.get("correctness")
+            or {
+                "maxAbsoluteError": None,
+                "maxRelativeError": None,
+                "matchedRatio": None,
+                "hasNan": False,
+                "hasInf": False,
+            },
+        }
+        if c.get("timers") and len(set(c["timers"])) > 1:
+            entry["trialTimers"] = list(c["timers"])
+        if c.get("timerNote"):
+            entry["timerNote"] = str(c["timerNote"])[:500]
+        if c.get("detail"):
+            entry["detail"] = str(c["detail"])[:2000]
+        cases_out.append(entry)
+
+    trials_out: list[dict] = []
+    overall = None
+    spread: dict[str, Any] = {"maxOverMin": None, "maxOverMinMinusOne": None}
+    if timed:
+        for t in range(n_trials):
+            trial = {"index": t, "latencyNs": _r(geomean([c["trialMediansNs"][t] for c in results]))}
+            if trial_info and t < len(trial_info):
+                trial.update({k: v for k, v in trial_info[t].items() if k != "index"})
+            trials_out.append(trial)
+        overall = geomean([_case_median(c["trialMediansNs"]) for c in results])
+        per_trial = [tr["latencyNs"] for tr in trials_out]
+        ratio = max(per_trial) / min(per_trial)
+        spread = {"maxOverMin": round(ratio, 6), "maxOverMinMinusOne": round(ratio - 1, 6)}
+    elif trial_info:
+        trials_out = [
+            {"index": t, "latencyNs": None, **{k: v for k, v in info.items() if k != "index"}}
+            for t, info in enumerate(trial_info)
+        ]
+
+    spec: dict[str, Any] = {"status": "passed" if all_passed else "failed"}
+    if not all_passed:
+        failing = [s for s in statuses if s != st.PASSED]
+        spec["statusDetail"] = failing[0] if failing else "INCOMPLETE"
+    spec["timing"] = {
+        "latencyNs": {"median": _r(overall)},
+        "primaryStatistic": "median",
+        "trials": trials_out,
+        "spread": spread,
+    }
+    spec["observedAt"] = observed_at
+    spec["cases"] = cases_out
+    short = short_product(product)
+    revision = implementation["revision"]
+    spec["sourceNative"] = {
+        "source": "kernelindex",
+        "benchmark": definition_name,
+        "externalId": f"rerun/{definition_name}/{revision}/{short}/{_compact_ts(observed_at)}",
+        "metrics": {
+            "latency_ms": None if overall is None else round(overall / 1e6, 9),
+            "cases_passed": sum(1 for s in statuses if s == st.PASSED),
+            "cases_total": n_cases,
+        },
+    }
+    spec["protocolDigest"] = digests["protocol"]
+    spec["workloadDigest"] = digests["workload"]
+    spec["environmentDigest"] = digests["environment"]
+    spec["implementationDigest"] = digests["implementation"]
+    name = slug(f"rerun-{definition_name}-{revision}-{short}-{_compact_ts(observed_at)}")
+    title = f"KernelIndex rerun · {revision} · {definition_name} · {short}"
+    return _doc(
+        "BenchmarkRun",
+        name,
+        title,
+        spec,
+        {"harness": HARNESS_NAME, "harnessVersion": HARNESS_VERSION, **(labels or {})},
+    )
+
+
+def build_bundle(
+    *,
+    definition_name: str,
+    cases: list[dict],
+    implementation: dict,
+    environment: dict,
+    case_results: list[dict],
+    observed_at: datetime | str,
+    settings: dict | None = None,
+    trial_info: list[dict] | None = None,
+    labels: dict | None = None,
+) -> dict:
+    """Assemble the five documents and wire the run's digests.
+
+    cases: [{"index", "id", "axes", "tolerance"}] (the workload as published)
+    implementation: {"revision", "languages", "codeDigest", "project"?, "submitter"?, "extra"?}
+    environment: {"product", "architecture"?, "clocks"?, "libraries": {...}}
+    case_results: [{"index", "id", "status", "timer", "trialMediansNs": [ns per trial],
+                    "correctness": {...}, "detail"?}]
+    """
+    s = {**DEFAULT_SETTINGS, **(settings or {})}
+    observed = _iso_z(observed_at)
+    protocol = protocol_document(s)
+    env_doc = environment_document(environment)
+    workload = workload_document(definition_name, cases)
+    impl_doc = implementation_document(definition_name, implementation)
+    digests = {
+        "protocol": digest(protocol),
+        "workload": digest(workload),
+        "environment": digest(env_doc),
+        "implementation": digest(impl_doc),
+    }
+    run = run_document(
+        definition_name=definition_name,
+        implementation=implementation,
+        product=env_doc["spec"]["hardware"]["product"],
+        case_results=case_results,
+        n_cases=len(cases),
+        observed_at=observed,
+        digests=digests,
+        n_trials=int(s["trials"]),
+        trial_info=trial_info,
+        labels=labels,
+    )
+    bundle = {
+        "run": run,
+        "protocol": protocol,
+        "environment": env_doc,
+        "workload": workload,
+        "implementation": impl_doc,
+    }
+    check_jcs_safe(bundle)
+    return bundle
+
+
+def verify_bundle(bundle: dict) -> list[str]:
+    """Problems with a bundle's declared digests (empty list when all verify)."""
+    problems = []
+    spec = bundle["run"]["spec"]
+    for key in ("protocol", "workload", "environment", "implementation"):
+        declared = spec.get(f"{key}Digest")
+        if key in bundle:
+            actual = digest(bundle[key])
+            if declared != actual:
+                problems.append(f"{key}: declared {declared}, computed {actual}")
+    return problems
