@@ -1,0 +1,17 @@
+"""gunicorn settings for `scripts/serve` (and production, where the environment overrides them).
+
+PORT and HOST pick the address (127.0.0.1:8000 by default: the local site is not exposed);
+WEB_CONCURRENCY the number of worker processes. Static files are served by whitenoise.
+"""
+
+import multiprocessing
+import os
+
+bind = f"{os.environ.get('HOST', '127.0.0.1')}:{int(os.environ.get('PORT', '8000'))}"
+# SQLite takes one writer at a time, so a few workers are plenty for the local site.
+workers = int(os.environ.get("WEB_CONCURRENCY", min(multiprocessing.cpu_count() * 2 + 1, 4)))
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
+accesslog = "-"
+errorlog = "-"
+# Load the app once in the master, so a broken import or setting fails at start, not per worker.
+preload_app = True

@@ -1,0 +1,26 @@
+"""gunicorn.conf.py binds to the loopback address on PORT, so scripts/serve can use any port."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import pytest
+
+CONF = Path(__file__).resolve().parent.parent.parent / "gunicorn.conf.py"
+
+
+def test_it_binds_to_loopback_port_8000_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("PORT", "HOST", "WEB_CONCURRENCY"):
+        monkeypatch.delenv(name, raising=False)
+    conf = runpy.run_path(str(CONF))
+    assert conf["bind"] == "127.0.0.1:8000"
+    assert 1 <= conf["workers"] <= 4
+
+
+def test_it_takes_port_and_workers_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PORT", "8123")
+    monkeypatch.setenv("WEB_CONCURRENCY", "2")
+    conf = runpy.run_path(str(CONF))
+    assert conf["bind"] == "127.0.0.1:8123"
+    assert conf["workers"] == 2
