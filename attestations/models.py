@@ -22,6 +22,10 @@ class AttestationKind(models.TextChoices):
     NOTE = "note", "note"
 
 
+# Units a reproduction may report its measurement in, and their size in nanoseconds.
+UNIT_NS = {"ns": 1.0, "µs": 1e3, "ms": 1e6}
+
+
 class AttestationState(models.TextChoices):
     PENDING = "pending", "pending review"
     PUBLISHED = "published", "published"
@@ -43,6 +47,9 @@ class Attestation(models.Model):
     kind = models.CharField(max_length=20, choices=AttestationKind.choices)
     state = models.CharField(max_length=20, choices=AttestationState.choices, default=AttestationState.PENDING)
     digest = models.CharField(max_length=71, unique=True)
+    reference = models.CharField(
+        max_length=32, unique=True, default="", help_text="Shown to the submitter on the confirmation page."
+    )
     document = models.TextField(help_text="RFC 8785 canonical bytes of the Attestation document.")
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -56,12 +63,22 @@ class Attestation(models.Model):
     measured_value = models.FloatField(null=True, blank=True)
     measured_unit = models.CharField(max_length=10, blank=True)
     measured_statistic = models.CharField(max_length=20, blank=True)
+    cases_reproduced = models.PositiveIntegerField(null=True, blank=True)
+    cases_matched = models.PositiveIntegerField(null=True, blank=True)
+    gpu_product = models.CharField(max_length=200, blank=True)
+    driver_version = models.CharField(max_length=100, blank=True)
+    cuda_version = models.CharField(max_length=100, blank=True)
+    torch_version = models.CharField(max_length=100, blank=True)
+    command = models.TextField(blank=True, max_length=2000, help_text="Command or harness used.")
     text = models.TextField(blank=True, max_length=5000)
-    link = models.URLField(blank=True, max_length=500)
+    link = models.URLField(blank=True, max_length=500, help_text="Logs link (reproduction) or link (note).")
     client_key = models.CharField(max_length=128, blank=True, help_text="Hashed client for rate limits.")
     moderation_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     reviewed_at = models.DateTimeField(null=True, blank=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
 
     objects = AttestationQuerySet.as_manager()
 
@@ -73,11 +90,34 @@ class Attestation(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.get_kind_display()} on {self.run.public_id}"
+        return f"{self.get_kind_display()} {self.reference}"
 
     @cached_property
     def doc(self) -> dict[str, Any]:
         return json.loads(self.document)
+
+    @property
+    def author_label(self) -> str:
+        return self.author_name or "anonymous"
+
+    @property
+    def measured_ns(self) -> float | None:
+        if self.measured_value is None or self.measured_unit not in UNIT_NS:
+            return None
+        return self.measured_value * UNIT_NS[self.measured_unit]
+
+    @property
+    def ratio_to_run(self) -> float | None:
+        """Measured value ÷ the run's own primary latency (1.05 = 5 % slower than the run)."""
+        measured = self.measured_ns
+        run_ns = self.run.latency_ns
+        if measured is None or not run_ns:
+            return None
+        return measured / run_ns
+
+    @property
+    def same_statistic(self) -> bool:
+        return self.measured_statistic == self.run.primary_statistic
 
 
 class ReportCategory(models.TextChoices):
@@ -108,6 +148,9 @@ class IssueReport(models.Model):
     """A private report about a run; moderators may publish a flag with a public summary."""
 
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="reports")
+    reference = models.CharField(
+        max_length=32, unique=True, default="", help_text="Shown to the reporter on the confirmation page."
+    )
     category = models.CharField(max_length=30, choices=ReportCategory.choices)
     description = models.TextField(max_length=5000)
     contact_email = models.EmailField(blank=True)
@@ -119,6 +162,9 @@ class IssueReport(models.Model):
     public_summary = models.TextField(blank=True, max_length=1000)
     created_at = models.DateTimeField(auto_now_add=True)
     handled_at = models.DateTimeField(null=True, blank=True)
+    handled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
 
     objects = IssueReportQuerySet.as_manager()
 
@@ -130,7 +176,12 @@ class IssueReport(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"Report #{self.pk} on {self.run.public_id}: {self.get_category_display()}"
+        return f"Report {self.reference}"
+
+    @property
+    def reporter_identity(self) -> str:
+        """Who reported, for telling reporters apart: the user, else the client key."""
+        return f"user:{self.reporter_id}" if self.reporter_id else f"client:{self.client_key}"
 
 
 class ModerationEvent(models.Model):
@@ -144,6 +195,13 @@ class ModerationEvent(models.Model):
     target_type = models.CharField(max_length=30, help_text="run, attestation or report")
     target_id = models.CharField(max_length=64)
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.PROTECT, related_name="moderation_events")
+    # The target itself, so its admin page can show its events inline.
+    attestation = models.ForeignKey(
+        Attestation, null=True, blank=True, on_delete=models.PROTECT, related_name="moderation_events"
+    )
+    report = models.ForeignKey(
+        IssueReport, null=True, blank=True, on_delete=models.PROTECT, related_name="moderation_events"
+    )
     reason = models.TextField(blank=True)
     payload = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

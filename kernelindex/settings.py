@@ -156,8 +156,11 @@ if REDIS_URL:
 else:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            # Django's DatabaseCache with an atomic incr (rate limits); needs
+            # `manage.py createcachetable`. Culling would drop rate-limit counters: keep it rare.
+            "BACKEND": "kernelindex.cache.AtomicDatabaseCache",
             "LOCATION": "kernelindex_cache",
+            "OPTIONS": {"MAX_ENTRIES": 100000},
         }
     }
 

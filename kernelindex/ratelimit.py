@@ -1,0 +1,62 @@
+"""Rate limits for anonymous posts, shared by every gunicorn worker through Django's cache.
+
+Fixed windows per client and scope: at most ``settings.RATE_LIMIT_PER_MINUTE`` posts in a
+clock minute and ``settings.RATE_LIMIT_PER_DAY`` in a UTC day. Counting is ``cache.add(key, 0)``
+then ``cache.incr(key)``: both are atomic in Redis and in ``kernelindex.cache.AtomicDatabaseCache``,
+so twenty parallel requests get twenty distinct counts and exactly the allowed number passes.
+
+Stable API for the forms and the JSON API::
+
+    allowed, retry_after = ratelimit.check(request, "submissions")
+
+Signed-in users are not limited here (the API throttles its tokens itself). The web forms and
+the API use the same scope, ``SUBMISSIONS``, so one client has one budget across both.
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpRequest
+
+from kernelindex.clients import client_key
+
+SUBMISSIONS = "submissions"
+
+MINUTE = 60
+DAY = 86400
+
+
+def limits() -> tuple[tuple[int, int], ...]:
+    """(window seconds, allowed posts) pairs, read at call time so tests can override them."""
+    return ((MINUTE, int(settings.RATE_LIMIT_PER_MINUTE)), (DAY, int(settings.RATE_LIMIT_PER_DAY)))
+
+
+def hit(key: str, scope: str, *, now: float | None = None) -> tuple[bool, int]:
+    """Count one post by ``key`` in ``scope``; (allowed, seconds until it would be allowed)."""
+    now = time.time() if now is None else now
+    for window, allowed in limits():
+        bucket = int(now // window)
+        cache_key = f"ratelimit:{scope}:{window}:{bucket}:{key}"
+        # add() creates the counter only if it is missing; incr() then counts atomically.
+        cache.add(cache_key, 0, timeout=window + 60)
+        try:
+            count = cache.incr(cache_key)
+        except ValueError:
+            # Expired between add() and incr(): start again at one.
+            cache.add(cache_key, 1, timeout=window + 60)
+            count = 1
+        if count > allowed:
+            retry_after = max(1, int((bucket + 1) * window - now) + 1)
+            return False, retry_after
+    return True, 0
+
+
+def check(request: HttpRequest, scope: str = SUBMISSIONS) -> tuple[bool, int]:
+    """Count this request against its client's limit: (allowed, retry_after seconds)."""
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return True, 0
+    return hit(client_key(request), scope)
