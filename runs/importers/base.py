@@ -36,6 +36,12 @@ class Loaded:
     text: str
     data: Any = None  # parsed JSON document, or None for JSONL
     lines: list[tuple[int, Any]] = field(default_factory=list)  # (line number, value) for JSONL
+    # A folder imported as one unit (a definition folder, a trace folder): file name → Loaded.
+    files: dict[str, Loaded] = field(default_factory=dict)
+
+    @property
+    def is_folder(self) -> bool:
+        return self.path.is_dir()
 
 
 @dataclass
@@ -44,8 +50,13 @@ class Parsed:
 
     path: Path
     format: str
-    apply: Callable[[dict[str, Any]], str]  # (options) → one-line summary
+    # (options) → one-line summary; None for catalogue files, whose facts apply together.
+    apply: Callable[[dict[str, Any]], str] | None
     summary: str = ""
+    # Benchmarks and workloads the file describes (runs.services.BenchmarkFacts). Every file's
+    # facts of one import are merged and written before any run, so runs find their benchmark
+    # and a kernel's catalogue entry and kernel API response give one workload version.
+    facts: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -64,8 +75,39 @@ def register(fmt: Format) -> Format:
     return fmt
 
 
+# Folders whose files describe one thing together; ``manage.py import`` treats them as a unit.
+UNIT_MARKERS = ("definition.json", "summary.json")
+
+
+def is_unit_folder(path: Path) -> bool:
+    return path.is_dir() and any((path / marker).is_file() for marker in UNIT_MARKERS)
+
+
+SIDECAR_SUFFIX = ".provenance.json"
+
+
+def is_sidecar(path: Path) -> bool:
+    """``baseline_time_torch.provenance.json`` describes ``baseline_time_torch.json``."""
+    return path.name.endswith(SIDECAR_SUFFIX)
+
+
+def sidecar_for(path: Path) -> Path:
+    return path.with_name(path.stem + SIDECAR_SUFFIX)
+
+
+def load_folder(path: Path) -> Loaded:
+    """Every .json/.jsonl file directly inside a unit folder, each read as strictly as ``load``."""
+    loaded = Loaded(path=path, text="")
+    for child in sorted(path.iterdir()):
+        if child.is_file() and child.suffix in {".json", ".jsonl"}:
+            loaded.files[child.name] = load(child)
+    return loaded
+
+
 def load(path: Path) -> Loaded:
     """Read a JSON or JSONL file strictly (no NaN/Infinity, no \\u0000, no unsafe integers)."""
+    if path.is_dir():
+        return load_folder(path)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:

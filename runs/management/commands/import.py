@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from runs.importers import load_all
-from runs.importers.base import FORMATS, ImportFailure, Parsed, detect, load
+from runs.importers.base import FORMATS, ImportFailure, Parsed, detect, is_sidecar, is_unit_folder, load
 from runs.manifests import ManifestError
 
 
@@ -19,12 +19,20 @@ class DryRun(Exception):
 
 
 def expand(paths: list[str]) -> list[Path]:
-    """Files as given; folders become every .json/.jsonl file under them, sorted."""
+    """Files as given; folders become every .json/.jsonl file under them, sorted.
+
+    A folder that describes one thing through several files (a SOL-ExecBench definition folder
+    with definition.json, a trace folder with summary.json) stays one unit, whether it is given
+    directly or found inside a folder. Provenance sidecars (``*.provenance.json``) are read by
+    the importer of the file they describe, not imported on their own.
+    """
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in {".json", ".jsonl"})
+        if is_unit_folder(path):
+            files.append(path)
+        elif path.is_dir():
+            found = _walk(path)
             if not found:
                 raise CommandError(f"{path}: no .json or .jsonl files in this folder")
             files.extend(found)
@@ -33,6 +41,18 @@ def expand(paths: list[str]) -> list[Path]:
         else:
             raise CommandError(f"{path}: no such file or folder")
     return files
+
+
+def _walk(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    for child in sorted(folder.iterdir()):
+        if is_unit_folder(child):
+            found.append(child)
+        elif child.is_dir():
+            found.extend(_walk(child))
+        elif child.is_file() and child.suffix in {".json", ".jsonl"} and not is_sidecar(child):
+            found.append(child)
+    return found
 
 
 def parse_paths(paths: list[str], fmt: str | None = None) -> list[Parsed]:
@@ -53,8 +73,22 @@ def sort_for_apply(parsed: list[Parsed]) -> list[Parsed]:
 
 
 def apply_all(parsed: list[Parsed], options: dict[str, Any] | None = None) -> list[str]:
+    """Write everything in one transaction: first every file's benchmarks and workloads
+    (merged, so the order of the files does not matter), then the runs."""
+    from runs import services
+
+    lines: list[str] = []
     with transaction.atomic():
-        return [f"{item.path}: {item.format}, {item.apply(options or {})}" for item in parsed]
+        facts = [fact for item in parsed for fact in item.facts]
+        if facts:
+            catalogue = services.benchmarks_import(facts)
+            lines.append(f"catalogue: {catalogue}")
+        for item in parsed:
+            if item.apply is None:
+                lines.append(f"{item.path}: {item.format}, {item.summary}")
+            else:
+                lines.append(f"{item.path}: {item.format}, {item.apply(options or {})}")
+    return lines
 
 
 class Command(BaseCommand):
