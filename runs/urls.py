@@ -1,9 +1,23 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from runs import views
 
 app_name = "runs"
 
+# Public ids are lowercase hex (8 characters, longer after a collision).
+RUN = r"(?P<public_id>[0-9a-f]{8,64})"
+
 urlpatterns = [
     path("", views.home, name="home"),
+    path("search/", views.search, name="search"),
+    re_path(rf"^runs/{RUN}/$", views.run_detail, name="run_detail"),
+    re_path(rf"^runs/{RUN}\.json$", views.run_json, name="run_json"),
+    re_path(rf"^runs/{RUN}/compare/$", views.compare, name="run_compare"),
+    re_path(rf"^runs/{RUN}/compare/(?P<other_id>[0-9a-f]{{8,64}})/$", views.compare, name="run_compare_with"),
+    re_path(rf"^runs/{RUN}/cite/$", views.cite, name="run_cite"),
+    re_path(r"^groups/(?P<key>sha256:[0-9a-f]{64})/$", views.group_detail, name="group_detail"),
+    path("benchmarks/<slug:source>/<path:native_id>/", views.benchmark_detail, name="benchmark_detail"),
+    path("sources/<slug:slug>/", views.source_detail, name="source_detail"),
+    path("projects/<slug:slug>/", views.project_detail, name="project_detail"),
+    re_path(r"^environments/(?P<digest>sha256:[0-9a-f]{64})/$", views.environment_detail, name="environment_detail"),
 ]

@@ -1,0 +1,477 @@
+"""Read queries behind the pages (and, later, the API): each function states its query count.
+
+Views fetch through these so that every page costs a fixed number of queries whatever the size
+of a group; long lists are paginated or capped here, never in templates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, F, Max, Q, QuerySet
+from django.http import Http404
+
+from runs.models import (
+    Benchmark,
+    ComparisonGroup,
+    Environment,
+    Project,
+    Run,
+    Source,
+    Visibility,
+    Workload,
+)
+from runs.ranking import RankingRule
+
+PAGE_SIZE = 100
+SEARCH_LIMIT = 20
+TOP_PER_GROUP = 5
+
+# What a correctness comparator checks, for comparators the sources name but do not describe.
+COMPARATOR_DESCRIPTIONS = {
+    "sol_execbench_eval": "Correctness must pass on every case in the SOL evaluation stack.",
+    "kernelindex_allclose": "Every case is compared with the definition's reference output within its tolerance.",
+}
+
+# How a source writes its own run ids and revisions, where it has a convention
+# (SOL-ExecBench: submission 27772 → "submission/27772", revision "submission-27772").
+_EXTERNAL_ID_FORMATS = {"sol-execbench": ("submission/{id}", "submission-{id}")}
+
+
+class RunGone(Exception):
+    """A hidden or retracted run: its page is a tombstone (410)."""
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(run.public_id)
+        self.run = run
+
+
+def _run_queryset() -> QuerySet[Run]:
+    return Run.objects.for_listing().select_related("benchmark__workload", "workload")
+
+
+def run_get(public_id: str) -> Run:
+    """The run with this public id, with everything its page shows joined in (1 query).
+
+    Unknown id → Http404; hidden or retracted → RunGone (the view answers 410)."""
+    run = _run_queryset().filter(public_id=public_id).first()
+    if run is None:
+        raise Http404(f"No run {public_id}")
+    if run.visibility != Visibility.PUBLISHED:
+        raise RunGone(run)
+    return run
+
+
+def group_leader(run: Run) -> Run | None:
+    """#1 of the run's comparison group, or #2 when the run is #1 itself (1 query)."""
+    wanted = 2 if run.rank == 1 else 1
+    return _run_queryset().filter(group_id=run.group_id, rank=wanted).first()
+
+
+# -- the run page ------------------------------------------------------------------------------
+
+
+@dataclass
+class CaseRow:
+    index: int | str
+    label: str
+    axes: dict[str, Any]
+    latency_ns: float | None = None
+    baseline_ns: float | None = None
+    sol_ns: float | None = None
+    status: str = ""
+
+
+def _time_ns(case: dict[str, Any], ns_keys: tuple[str, ...], ms_keys: tuple[str, ...]) -> float | None:
+    """A per-case time from a workload or run case, whichever way its document names it."""
+    for key in ns_keys:
+        value = case.get(key)
+        if isinstance(value, dict):
+            value = value.get("median", value.get("mean"))
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    for key in ms_keys:
+        value = case.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value) * 1e6
+    return None
+
+
+_LATENCY_KEYS = (("latencyNs", "medianNs", "meanNs"), ("latencyMs", "latency_ms"))
+_BASELINE_KEYS = (
+    ("baselineNs", "baselineLatencyNs", "scoringBaselineNs"),
+    ("baselineMs", "baselineLatencyMs", "baseline_latency_ms"),
+)
+_SOL_KEYS = (("solNs", "speedOfLightNs", "solLatencyNs"), ("solMs", "sol_ms"))
+
+
+def case_rows(run: Run, workload: Workload | None) -> list[CaseRow]:
+    """The workload's cases joined with the run's per-case results (by id, else by index)."""
+    run_cases = [c for c in run.spec.get("cases", []) if isinstance(c, dict)]
+    by_id = {str(c["id"]): c for c in run_cases if c.get("id") is not None}
+    by_index = {c["index"]: c for c in run_cases if c.get("index") is not None}
+    source = workload.cases if workload is not None else run_cases
+    rows: list[CaseRow] = []
+    for position, case in enumerate(source):
+        if not isinstance(case, dict):
+            continue
+        index = case.get("index", position)
+        result = by_id.get(str(case.get("id"))) or by_index.get(index) or {}
+        axes = case.get("axes") if isinstance(case.get("axes"), dict) else {}
+        rows.append(
+            CaseRow(
+                index=index,
+                label=str(case.get("id") or index),
+                axes=axes,
+                latency_ns=_time_ns(result, *_LATENCY_KEYS),
+                baseline_ns=_time_ns(case, *_BASELINE_KEYS) or _time_ns(result, *_BASELINE_KEYS),
+                sol_ns=_time_ns(case, *_SOL_KEYS) or _time_ns(result, *_SOL_KEYS),
+                status=str(result.get("status", "")),
+            )
+        )
+    return rows
+
+
+def case_count(run: Run) -> int | None:
+    workload = run.shown_workload
+    if workload is not None and workload.case_count:
+        return workload.case_count
+    if run.spec.get("cases"):
+        return len(run.spec["cases"])
+    return run.fast_1_total
+
+
+def identity_labels(run: Run) -> dict[str, str]:
+    """Implementation, project, revision and external id as the page shows them.
+
+    The implementation document wins; without it the run's submitter (or the submitter part of
+    the run's title, "<submitter> · <benchmark> · <GPU>") stands for the implementation, and a
+    source's own convention names the revision."""
+    implementation = run.implementation
+    submitter = run.submitter or (run.title.split(" · ")[0] if " · " in run.title else "")
+    if implementation is not None:
+        submitter = implementation.submitter or submitter
+    external_format, revision_format = _EXTERNAL_ID_FORMATS.get(run.source.slug, ("{id}", ""))
+    revision = implementation.revision if implementation is not None and implementation.revision else ""
+    if not revision and revision_format:
+        revision = revision_format.format(id=run.external_id)
+    project = implementation.project.name if implementation is not None and implementation.project else submitter
+    return {
+        "implementation": submitter,
+        "project": project,
+        "revision": revision,
+        "external_id": external_format.format(id=run.external_id),
+    }
+
+
+@dataclass
+class RunPage:
+    run: Run
+    leader: Run | None
+    attestations: list[Any]
+    flags: list[Any]
+    cases: list[CaseRow]
+    identity: dict[str, str]
+    comparator: str
+    comparator_description: str
+    case_count: int | None
+    measurements: list[tuple[str, Any]] = field(default_factory=list)
+
+
+def run_page(public_id: str) -> RunPage:
+    """Everything the run page shows, in 4 queries: the run with its documents, the #1 of its
+    group, its published attestations, its published flags."""
+    run = run_get(public_id)
+    protocol_spec = run.protocol.spec
+    correctness = protocol_spec.get("correctness") if isinstance(protocol_spec.get("correctness"), dict) else {}
+    comparator = str(correctness.get("comparator", ""))
+    latency = run.spec.get("timing", {}).get("latencyNs", {})
+    return RunPage(
+        run=run,
+        leader=group_leader(run),
+        attestations=list(run.attestations.published().select_related("author").order_by("created_at")),
+        flags=list(run.reports.public_flags().order_by("created_at")),
+        cases=case_rows(run, run.shown_workload),
+        identity=identity_labels(run),
+        comparator=comparator,
+        comparator_description=str(correctness.get("description") or COMPARATOR_DESCRIPTIONS.get(comparator, "")),
+        case_count=case_count(run),
+        measurements=list(latency.items()) if isinstance(latency, dict) else [],
+    )
+
+
+# -- ranking -----------------------------------------------------------------------------------
+
+# ?sort= values → the columns they order by (a leading "-" reverses).
+SORTS = {
+    "rank": None,  # the ranking rule's own order
+    "submitter": "submitter",
+    "score": "sol_score",
+    "latency": "latency_ns",
+    "speedup": "avg_speedup",
+    "observed": "observed_at",
+}
+
+
+def group_get(key: str) -> ComparisonGroup:
+    group = ComparisonGroup.objects.select_related("benchmark", "benchmark__source", "source").filter(key=key).first()
+    if group is None:
+        raise Http404(f"No comparison group {key}")
+    return group
+
+
+def group_rule(group: ComparisonGroup) -> RankingRule:
+    return RankingRule(group.ranking_metric, group.ranking_direction, group.best_per)
+
+
+def _metric_order(group: ComparisonGroup, descending: bool) -> list[Any]:
+    metric = F(group.ranking_metric)
+    return [
+        metric.desc(nulls_last=True) if descending else metric.asc(nulls_last=True),
+        F("observed_at").asc(nulls_last=True),
+        "public_id",
+    ]
+
+
+def ranking_rows(group: ComparisonGroup, *, sort: str = "rank", show_all: bool = False) -> QuerySet[Run]:
+    """The ranking's rows: ranked runs with the source's reference rows in place (unranked);
+    with ``show_all`` every published run of the group, with ``eligible`` annotated."""
+    rows = Run.objects.filter(group=group).visible().for_listing().with_eligibility()
+    if not show_all:
+        rows = rows.filter(Q(rank__isnull=False) | Q(is_reference=True))
+    name = sort.lstrip("-")
+    reverse = sort.startswith("-")
+    column = SORTS.get(name)
+    if column is None:
+        return rows.order_by(*_metric_order(group, (group.ranking_direction == "desc") != reverse))
+    order = F(column).desc(nulls_last=True) if reverse else F(column).asc(nulls_last=True)
+    return rows.order_by(order, "public_id")
+
+
+def paginate(queryset: QuerySet, page: Any, per_page: int = PAGE_SIZE) -> Page:
+    """A page of a list (2 queries: count and rows); a bad page number gives the last/first."""
+    return Paginator(queryset, per_page).get_page(page)
+
+
+# -- benchmarks, browse ------------------------------------------------------------------------
+
+
+def benchmark_get(source_slug: str, native_id: str) -> Benchmark:
+    benchmark = (
+        Benchmark.objects.select_related("source", "workload")
+        .filter(source__slug=source_slug, native_id=native_id)
+        .first()
+    )
+    if benchmark is None:
+        raise Http404(f"No benchmark {source_slug}/{native_id}")
+    return benchmark
+
+
+def benchmark_groups(benchmark: Benchmark) -> list[dict[str, Any]]:
+    """Each comparison group of a benchmark with its run count and top runs (2 queries)."""
+    groups = list(
+        ComparisonGroup.objects.filter(benchmark=benchmark)
+        .annotate(run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)))
+        .order_by("hardware_product", "harness_name", "-harness_version")[:50]
+    )
+    top = (
+        Run.objects.filter(group__in=[g.pk for g in groups], rank__lte=TOP_PER_GROUP)
+        .visible()
+        .for_listing()
+        .order_by("group_id", "rank")
+    )
+    by_group: dict[int, list[Run]] = {}
+    for run in top:
+        by_group.setdefault(run.group_id, []).append(run)
+    return [{"group": g, "top": by_group.get(g.pk, [])} for g in groups]
+
+
+def home_lists() -> dict[str, Any]:
+    """Sources with run counts, the most-run benchmarks, the latest runs (3 queries)."""
+    published = Q(runs__visibility=Visibility.PUBLISHED)
+    return {
+        "sources": list(Source.objects.annotate(run_count=Count("runs", filter=published)).order_by("name")),
+        "benchmarks": list(
+            Benchmark.objects.for_listing()
+            .annotate(run_count=Count("runs", filter=published))
+            .filter(run_count__gt=0)
+            .order_by("-run_count", "native_id")[:12]
+        ),
+        "latest_runs": list(Run.objects.visible().for_listing().order_by(F("observed_at").desc(nulls_last=True))[:20]),
+    }
+
+
+def source_get(slug: str) -> Source:
+    source = Source.objects.filter(slug=slug).first()
+    if source is None:
+        raise Http404(f"No source {slug}")
+    return source
+
+
+def source_benchmarks(source: Source) -> QuerySet[Benchmark]:
+    return (
+        Benchmark.objects.filter(source=source)
+        .select_related("source")
+        .annotate(run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)))
+        .order_by("collection", "numeric_id", "native_id")
+    )
+
+
+def latest_runs(**filters: Any) -> list[Run]:
+    return list(
+        Run.objects.visible().filter(**filters).for_listing().order_by(F("observed_at").desc(nulls_last=True))[:20]
+    )
+
+
+def project_get(slug: str) -> Project:
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        raise Http404(f"No project {slug}")
+    return project
+
+
+def project_revisions(project: Project) -> list[Any]:
+    """The project's revisions (implementations), oldest first, with run counts (1 query)."""
+    return list(
+        project.implementations.annotate(
+            run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)),
+            last_observed=Max("runs__observed_at"),
+        ).order_by("created_at", "pk")[:200]
+    )
+
+
+def project_runs(project: Project) -> QuerySet[Run]:
+    return (
+        Run.objects.visible()
+        .filter(implementation__project=project)
+        .for_listing()
+        .order_by(F("observed_at").desc(nulls_last=True), "public_id")
+    )
+
+
+def environment_get(digest: str) -> Environment:
+    environment = Environment.objects.filter(digest=digest).first()
+    if environment is None:
+        raise Http404(f"No environment {digest}")
+    return environment
+
+
+def environment_runs(environment: Environment) -> QuerySet[Run]:
+    return (
+        Run.objects.visible()
+        .filter(environment=environment)
+        .for_listing()
+        .order_by(F("observed_at").desc(nulls_last=True), "public_id")
+    )
+
+
+def search(query: str) -> dict[str, list[Any]]:
+    """Benchmarks (native id, title), submitters, projects and GPUs matching ``query``
+    (4 queries; none for an empty query). Each list is capped at SEARCH_LIMIT."""
+    query = " ".join(query.split())[:200]
+    if not query:
+        return {"benchmarks": [], "submitters": [], "projects": [], "environments": []}
+    # "kv cache" should find "062_kv_cache_update…" as well as "KV cache update…".
+    terms = query.split(" ")
+    benchmark_q = Q()
+    for term in terms:
+        benchmark_q &= Q(title__icontains=term) | Q(native_id__icontains=term) | Q(collection__iexact=term)
+    return {
+        "benchmarks": list(
+            Benchmark.objects.for_listing()
+            .filter(benchmark_q)
+            .annotate(run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)))
+            .order_by("-run_count", "native_id")[:SEARCH_LIMIT]
+        ),
+        "submitters": list(
+            Run.objects.visible()
+            .filter(submitter__icontains=query)
+            .values("submitter")
+            .annotate(run_count=Count("pk"))
+            .order_by("-run_count", "submitter")[:SEARCH_LIMIT]
+        ),
+        "projects": list(Project.objects.filter(name__icontains=query).order_by("name")[:SEARCH_LIMIT]),
+        "environments": list(
+            Environment.objects.filter(Q(product__icontains=query) | Q(architecture__iexact=query))
+            .annotate(run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)))
+            .order_by("product", "-run_count")[:SEARCH_LIMIT]
+        ),
+    }
+
+
+def submitter_runs(submitter: str) -> QuerySet[Run]:
+    return (
+        Run.objects.visible()
+        .filter(submitter=submitter)
+        .for_listing()
+        .order_by(F("observed_at").desc(nulls_last=True), "public_id")
+    )
+
+
+# -- compare -----------------------------------------------------------------------------------
+
+_DIMENSIONS = (
+    ("benchmark", "benchmark"),
+    ("hardware", "GPU"),
+    ("harness.version", "harness version"),
+    ("harness.name", "harness"),
+    ("family", "comparability family"),
+    ("source", "source"),
+)
+
+
+def differing_dimensions(a: ComparisonGroup, b: ComparisonGroup) -> list[tuple[str, str, str]]:
+    """(dimension, value of a, value of b) for every part of the comparison key that differs."""
+    import json
+
+    doc_a, doc_b = json.loads(a.key_document), json.loads(b.key_document)
+
+    def part(doc: dict[str, Any], path: str) -> str:
+        value: Any = doc
+        for step in path.split("."):
+            value = value.get(step, "") if isinstance(value, dict) else ""
+        return str(value)
+
+    return [
+        (label, part(doc_a, path), part(doc_b, path))
+        for path, label in _DIMENSIONS
+        if part(doc_a, path) != part(doc_b, path)
+    ]
+
+
+@dataclass
+class CaseComparison:
+    label: str
+    axes: dict[str, Any]
+    a_ns: float | None
+    b_ns: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        """How many times faster A is than B (B's latency / A's)."""
+        if self.a_ns and self.b_ns:
+            return self.b_ns / self.a_ns
+        return None
+
+
+def compare_cases(a: Run, b: Run) -> list[CaseComparison]:
+    rows_a = case_rows(a, a.shown_workload)
+    rows_b = {row.label: row for row in case_rows(b, b.shown_workload)}
+    out = []
+    for row in rows_a:
+        other = rows_b.get(row.label)
+        out.append(CaseComparison(row.label, row.axes, row.latency_ns, other.latency_ns if other else None))
+    return out
+
+
+def compare_get(public_id: str, other_id: str | None) -> tuple[Run, Run | None]:
+    """The run and the one to compare it with: ``other_id``, else #1 of its group (or #2 when
+    it is #1). 2 queries."""
+    run = run_get(public_id)
+    if other_id is None:
+        return run, group_leader(run)
+    if other_id == public_id:
+        return run, run
+    return run, run_get(other_id)

@@ -1,0 +1,132 @@
+"""The one set of number and date filters the site uses (``{% load kiformat %}``).
+
+Every latency, ratio, score and date on a page goes through these, so "18.6 µs", "20.45×",
+"0.9882" and "2026-07-24" are written the same way everywhere. Missing values render as "—".
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, date, datetime
+from typing import Any
+
+from django import template
+from django.utils import timezone
+
+from kernelindex import canonical
+
+register = template.Library()
+
+MISSING = "—"
+_UNITS = (("ns", 1.0), ("µs", 1e3), ("ms", 1e6), ("s", 1e9))
+
+
+def _number(value: Any) -> float | None:
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _significant(value: float, digits: int = 3) -> str:
+    """3 significant digits without exponent or trailing zeros: 18.58 → '18.6', 194.4 → '194'."""
+    if value == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    text = f"{value:.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def latency_parts(ns: Any) -> tuple[str, str] | None:
+    """(value, unit) for a latency in nanoseconds, in the largest unit that keeps it ≥ 1."""
+    number = _number(ns)
+    if number is None:
+        return None
+    unit, scale = _UNITS[0]
+    for candidate, candidate_scale in _UNITS:
+        if abs(number) >= candidate_scale:
+            unit, scale = candidate, candidate_scale
+    shown = float(_significant(number / scale))
+    # 999.7 ns rounds to 1000 ns: say 1 µs instead.
+    index = [u for u, _ in _UNITS].index(unit)
+    if abs(shown) >= 1000 and index + 1 < len(_UNITS):
+        unit, scale = _UNITS[index + 1]
+    return _significant(number / scale), unit
+
+
+@register.filter
+def latency(ns: Any) -> str:
+    """Nanoseconds → '18.6 µs'."""
+    parts = latency_parts(ns)
+    return f"{parts[0]} {parts[1]}" if parts else MISSING
+
+
+@register.filter
+def latency_value(ns: Any) -> str:
+    parts = latency_parts(ns)
+    return parts[0] if parts else MISSING
+
+
+@register.filter
+def latency_unit(ns: Any) -> str:
+    parts = latency_parts(ns)
+    return parts[1] if parts else ""
+
+
+@register.filter
+def ratio(value: Any) -> str:
+    """A speed-up or ratio → '20.45×'."""
+    number = _number(value)
+    return MISSING if number is None else f"{number:.2f}×"
+
+
+@register.filter
+def score(value: Any) -> str:
+    """A score in [0, 1] → '0.9882'."""
+    number = _number(value)
+    return MISSING if number is None else f"{number:.4f}"
+
+
+@register.filter
+def isodate(value: Any) -> str:
+    """A date or datetime → '2026-07-24' (UTC)."""
+    if isinstance(value, datetime):
+        if timezone.is_aware(value):
+            value = value.astimezone(UTC)
+        return value.strftime("%Y-%m-%d")
+    if isinstance(value, date):
+        return value.strftime("%Y-%m-%d")
+    return MISSING
+
+
+@register.filter
+def isodatetime(value: Any) -> str:
+    """A datetime → '2026-07-24 02:49 UTC'."""
+    if isinstance(value, datetime):
+        if timezone.is_aware(value):
+            value = value.astimezone(UTC)
+        return value.strftime("%Y-%m-%d %H:%M UTC")
+    return MISSING
+
+
+@register.filter
+def shortdigest(value: Any, length: int = 16) -> str:
+    """'sha256:afb19fba8875cb05…': the first ``length`` hex digits, then an ellipsis."""
+    return canonical.short(str(value or ""), int(length))
+
+
+@register.filter
+def plain(value: Any) -> str:
+    """A number from a document, as written (ints stay ints); None → '—'."""
+    if value is None or value == "":
+        return MISSING
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
