@@ -153,7 +153,9 @@ def identity_labels(run: Run) -> dict[str, str]:
     submitter = run.submitter or (run.title.split(" · ")[0] if " · " in run.title else "")
     if implementation is not None:
         submitter = implementation.submitter or submitter
-    external_format, revision_format = _EXTERNAL_ID_FORMATS.get(run.source.slug, ("{id}", ""))
+    external_format, revision_format = ("{id}", "")
+    if run.external_id.isdigit():  # a source's own numbering, e.g. SOL-ExecBench submissions
+        external_format, revision_format = _EXTERNAL_ID_FORMATS.get(run.source.slug, ("{id}", ""))
     revision = implementation.revision if implementation is not None and implementation.revision else ""
     if not revision and revision_format:
         revision = revision_format.format(id=run.external_id)
@@ -177,6 +179,9 @@ class RunPage:
     comparator: str
     comparator_description: str
     case_count: int | None
+    correctness_policy: str = ""
+    cases_passed: int = 0
+    cases_reported: int = 0
     measurements: list[tuple[str, Any]] = field(default_factory=list)
 
 
@@ -196,6 +201,7 @@ def run_page(public_id: str) -> RunPage:
     protocol_spec = run.protocol.spec
     correctness = protocol_spec.get("correctness") if isinstance(protocol_spec.get("correctness"), dict) else {}
     comparator = str(correctness.get("comparator", ""))
+    run_cases = [c for c in run.spec.get("cases", []) if isinstance(c, dict)]
     latency = run.spec.get("timing", {}).get("latencyNs", {})
     return RunPage(
         run=run,
@@ -207,6 +213,9 @@ def run_page(public_id: str) -> RunPage:
         comparator=comparator,
         comparator_description=str(correctness.get("description") or COMPARATOR_DESCRIPTIONS.get(comparator, "")),
         case_count=case_count(run),
+        correctness_policy=str(correctness.get("policy", "")),
+        cases_passed=sum(1 for c in run_cases if str(c.get("status", "")).lower() == "passed"),
+        cases_reported=len(run_cases),
         measurements=list(latency.items()) if isinstance(latency, dict) else [],
     )
 

@@ -7,36 +7,32 @@ from html.parser import HTMLParser
 
 
 class _Text(HTMLParser):
-    SKIP = {"script", "style", "head"}
+    HIDDEN = {"script", "style", "head", "svg"}  # not read as page text (charts: their table is)
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self.title: list[str] = []
-        self._skip = 0
-        self._in_title = False
+        self.stack: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
-        if tag == "title":
-            self._in_title = True
-        elif tag in self.SKIP:
-            self._skip += 1
+        if tag in self.HIDDEN or tag == "title":
+            self.stack.append(tag)
 
     def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
-            self._in_title = False
-        elif tag in self.SKIP:
-            self._skip -= 1
+        if self.stack and self.stack[-1] == tag:
+            self.stack.pop()
 
     def handle_data(self, data: str) -> None:
-        if self._in_title:
+        if self.stack == ["head", "title"]:
             self.title.append(data)
-        elif not self._skip:
+        elif not self.stack:
             self.parts.append(data)
 
 
 def visible_text(html: str) -> str:
-    """The page's text as a reader sees it (the <title> first), whitespace collapsed."""
+    """The page's text as a reader sees it (the <title> first, charts left out), whitespace
+    collapsed."""
     parser = _Text()
     parser.feed(html)
     return " ".join(" ".join(parser.title + parser.parts).split())

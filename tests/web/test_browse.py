@@ -1,0 +1,114 @@
+"""Ranking, benchmark, search and browse pages on the real SOL-ExecBench board and the
+reference bundle (data/)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.core.management import call_command
+
+from runs.models import Benchmark, ComparisonGroup, Run, Source
+from runs.ranking import RankingRule
+from tests.factories import REFERENCE_BUNDLE, REPO
+from tests.web.pages import visible_text
+
+BOARD = REPO / "data" / "sol-execbench" / "leaderboards" / "kernel-10-B200-v1.1.json"
+KERNEL_10 = REPO / "data" / "sol-execbench" / "kernels" / "kernel-10.json"
+
+
+@pytest.fixture
+def board(db) -> ComparisonGroup:
+    call_command("import", str(BOARD), str(KERNEL_10), str(REFERENCE_BUNDLE), verbosity=0)
+    return ComparisonGroup.objects.get(benchmark__native_id="010_attention_value_projection_with_transpose")
+
+
+def published(board: ComparisonGroup) -> dict:
+    return json.loads(BOARD.read_text())["response"]["data"]
+
+
+def row_cells(body: str) -> list[list[str]]:
+    tbody = body[body.index("<tbody>", body.index('class="ranking"')) : body.index("</tbody>")]
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", tbody, re.S)
+    return [[visible_text(cell) for cell in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)] for row in rows]
+
+
+def test_the_ranking_page_shows_the_board_as_published(client, board):
+    body = client.get(f"/groups/{board.key}/").content.decode()
+    text = visible_text(body)
+    rows = row_cells(body)
+    expected = published(board)["rankings"]
+    # Every published row, in the published order, reference rows in place and unranked.
+    assert [r[1] for r in rows] == [e["username"] for e in expected]
+    assert [r[0] for r in rows] == ["reference" if e.get("is_reference") else str(e["rank"]) for e in expected]
+    assert body.count('<tr class="reference">') == 3
+    rule = RankingRule(board.ranking_metric, board.ranking_direction, board.best_per)
+    assert rule.description in text
+    assert "neither hidden, retracted nor quarantined" in text
+    assert '<svg class="chart"' in body and "SOL score by rank" in body
+    assert "<caption>" in body and 'scope="col"' in body and 'scope="row"' in body
+    assert body.count("<h1") == 1
+    assert f'href="/api/v1/groups/{board.key}/"' in body
+    assert "SOL 0.5349" not in text and "0.5349" in text and "1.09×" in text  # formatted by the filters
+
+
+def test_the_ranking_sorts_by_link_and_shows_ineligible_runs_greyed_out(client, board):
+    first = Run.objects.get(group=board, rank=1)
+    Run.objects.filter(pk=first.pk).update(quarantined=True, public_reason="Under review.")
+    call_command("import", str(BOARD), verbosity=0)  # any import recomputes the ranks of the group
+    body = client.get(f"/groups/{board.key}/").content.decode()
+    assert first.submitter not in [r[1] for r in row_cells(body)]
+    assert 'href="?show=all"' in body
+    everything = client.get(f"/groups/{board.key}/?show=all").content.decode()
+    greyed = [r for r in row_cells(everything) if r[1] == first.submitter]
+    assert greyed and "quarantined" in greyed[0][0]
+    assert '<tr class="ineligible">' in everything
+    by_latency = row_cells(client.get(f"/groups/{board.key}/?sort=latency").content.decode())
+    latencies = [float(r[4].split()[0]) for r in by_latency if r[4] != "—"]
+    assert latencies == sorted(latencies)
+    reversed_ = client.get(f"/groups/{board.key}/?sort=latency").content.decode()
+    assert 'href="?sort=-latency"' in reversed_
+    assert client.get(f"/groups/{board.key}/?sort=nonsense&page=999").status_code == 200
+
+
+def test_the_benchmark_page_has_every_group_and_its_top_runs(client, board):
+    benchmark = board.benchmark
+    body = client.get(benchmark.get_absolute_url()).content.decode()
+    text = visible_text(body)
+    assert f"All results for {benchmark.title}" in text
+    assert "NVIDIA B200 · SOL-ExecBench evaluation stack v1.1" in text
+    assert "RIAC as well" in text and f'href="{board.get_absolute_url()}"' in body
+    assert "Cases of the benchmark's workload" in text  # the kernel's 16 cases with SOL/baseline times
+    assert "/api/v1/benchmarks/?source=sol-execbench" in body
+
+
+def test_search_finds_benchmarks_submitters_projects_and_gpus(client, board):
+    text = visible_text(client.get("/search/?q=kv+cache").content.decode())
+    assert "KV cache update with RoPE backward" in text
+    text = visible_text(client.get("/search/?q=attention").content.decode())
+    assert "Attention value projection with transpose" in text
+    text = visible_text(client.get("/search/?q=RIAC").content.decode())
+    assert "RIAC as well" in text
+    text = visible_text(client.get("/search/?q=b200").content.decode())
+    assert "NVIDIA B200 (sm_100)" in text
+    nothing = visible_text(client.get("/search/?q=%3Cscript%3Ezzz").content.decode())
+    assert "Nothing matches “<script>zzz”." in nothing
+    runs = visible_text(client.get("/search/?submitter=RIAC+as+well").content.decode())
+    assert "runs by RIAC as well" in runs and "Attention value projection" in runs
+
+
+def test_home_and_source_pages_list_sources_benchmarks_and_latest_runs(client, board):
+    text = visible_text(client.get("/").content.decode())
+    assert "NVIDIA SOL-ExecBench" in text and "Most-run benchmarks" in text and "Latest runs" in text
+    assert "Attention value projection with transpose" in text
+    source = Source.objects.get(slug="sol-execbench")
+    body = client.get(source.get_absolute_url()).content.decode()
+    assert "/api/v1/runs/?source=sol-execbench" in body
+    assert Benchmark.objects.get(native_id="010_attention_value_projection_with_transpose").title in body
+
+
+def test_environment_page_lists_its_runs(client, board):
+    run = Run.objects.get(group=board, rank=1)
+    body = client.get(run.environment.get_absolute_url()).content.decode()
+    assert "NVIDIA B200 (sm_100)" in visible_text(body) and run.public_id in body

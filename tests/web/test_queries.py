@@ -1,0 +1,97 @@
+"""Every page's query count, pinned, the same with 10 and with 1,000 runs in a group.
+
+Run page ≤ 8 and ranking page ≤ 5 are the issue's budgets; the exact counts below are what
+the pages cost today (each view's docstring lists its queries).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from runs.models import Environment, Implementation, Project, Run, Visibility
+from tests.factories import sol_group
+
+
+@pytest.fixture(params=[10, 1000], ids=["10-runs", "1000-runs"])
+def group_runs(request, db) -> list[Run]:
+    sol_group(request.param)
+    runs = list(Run.objects.order_by("rank"))
+    assert len(runs) == request.param
+    project = Project.objects.create(slug="tilegym", name="TH3CHARLie | TileGym")
+    implementation = Implementation.objects.create(
+        digest="sha256:" + "a" * 64, document="{}", project=project, submitter="TH3CHARLie | TileGym", revision="r1"
+    )
+    Run.objects.update(implementation=implementation)
+    return runs
+
+
+def pages(runs: list[Run]) -> list[tuple[str, int, int]]:
+    """(url, queries, expected status)."""
+    middle = runs[len(runs) // 2]
+    group = middle.group
+    environment = Environment.objects.get()
+    return [
+        # run, #1 of its group, published attestations, published flags
+        (f"/runs/{middle.public_id}/", 4, 200),
+        (f"/runs/{runs[0].public_id}/", 4, 200),
+        # run with its documents
+        (f"/runs/{middle.public_id}.json", 1, 200),
+        # group, row count, one page of rows
+        (f"/groups/{group.key}/", 3, 200),
+        (f"/groups/{group.key}/?show=all&sort=-latency&page=2", 3, 200),
+        (f"/groups/{group.key}/?sort=submitter", 3, 200),
+        # the run, the run it is compared with
+        (f"/runs/{middle.public_id}/compare/", 2, 200),
+        (f"/runs/{middle.public_id}/compare/{runs[-1].public_id}/", 2, 200),
+        (f"/runs/{middle.public_id}/cite/", 1, 200),
+        # benchmark, its groups with counts, top runs of every group
+        ("/benchmarks/sol-execbench/062_kv_cache_update_with_rope_backward/", 3, 200),
+        # sources, most-run benchmarks, latest runs
+        ("/", 3, 200),
+        # source, benchmark count, benchmark page, latest runs
+        ("/sources/sol-execbench/", 4, 200),
+        # project, revisions, run count, run page
+        ("/projects/tilegym/", 4, 200),
+        # environment, run count, run page
+        (f"/environments/{environment.digest}/", 3, 200),
+        # benchmarks, submitters, projects, GPUs
+        ("/search/?q=kv+cache", 4, 200),
+        ("/search/?q=submitter", 4, 200),
+        ("/search/", 0, 200),
+        # run count and page of one submitter's runs, plus the four searches (q is empty: none)
+        (f"/search/?submitter={middle.submitter.replace(' ', '+').replace('|', '%7C')}", 2, 200),
+        ("/runs/0000beef/", 1, 404),
+    ]
+
+
+def test_it_pins_the_query_count_of_every_page(client, group_runs, django_assert_num_queries):
+    for url, queries, status in pages(group_runs):
+        with django_assert_num_queries(queries):
+            response = client.get(url)
+        assert response.status_code == status, url
+
+
+def test_the_run_and_ranking_pages_stay_within_budget(client, group_runs, django_assert_max_num_queries):
+    run = group_runs[len(group_runs) // 2]
+    with django_assert_max_num_queries(8):
+        assert client.get(f"/runs/{run.public_id}/").status_code == 200
+    with django_assert_max_num_queries(5):
+        assert client.get(f"/groups/{run.group.key}/?show=all").status_code == 200
+
+
+def test_a_tombstone_costs_one_query(client, group_runs, django_assert_num_queries):
+    run = group_runs[0]
+    Run.objects.filter(pk=run.pk).update(visibility=Visibility.RETRACTED, public_reason="Withdrawn by the source.")
+    with django_assert_num_queries(1):
+        assert client.get(f"/runs/{run.public_id}/").status_code == 410
+    with django_assert_num_queries(1):
+        assert client.get(f"/runs/{run.public_id}.json").status_code == 410
+
+
+def test_long_lists_are_paginated(client, group_runs):
+    group = group_runs[0].group
+    body = client.get(f"/groups/{group.key}/?show=all").content.decode()
+    shown = body.count('<tr class="')
+    assert shown == min(len(group_runs), 100)
+    if len(group_runs) > 100:
+        assert "page 1 of 10" in body and 'rel="next"' in body
