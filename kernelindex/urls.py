@@ -3,6 +3,7 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/", include("api.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("attestations.urls")),
     path("", include("runs.urls")),

@@ -1,0 +1,182 @@
+"""django-filter FilterSets of the API. Query parameters are camelCase like the JSON.
+
+Values that would reach the database in a form it cannot hold (a date beyond its range, a
+number beyond a column) are refused here with a 400 naming the parameter.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import django_filters
+from django import forms
+from django.db.models import Q, QuerySet
+
+from attestations.models import Attestation, AttestationKind
+from runs import ranking
+from runs.models import (
+    Benchmark,
+    ComparisonGroup,
+    Environment,
+    EvidenceLevel,
+    Implementation,
+    Protocol,
+    Run,
+    RunStatus,
+    Workload,
+)
+
+MAX_INT32 = 2**31 - 1
+
+
+class SafeDateTimeField(forms.DateTimeField):
+    """A date or ISO 8601 date-time (naive = UTC) that converts to UTC without overflowing."""
+
+    def to_python(self, value: Any) -> datetime | None:
+        result = super().to_python(value)
+        if result is None:
+            return None
+        try:
+            return result.astimezone(UTC) if result.tzinfo else result.replace(tzinfo=UTC)
+        except (OverflowError, ValueError):
+            raise forms.ValidationError("This date is out of range.", code="invalid") from None
+
+
+class SafeDateTimeFilter(django_filters.DateTimeFilter):
+    field_class = SafeDateTimeField
+
+
+def _benchmark_q(prefix: str, value: str) -> Q:
+    """A benchmark by its native id ('062_kv_cache_update_with_rope_backward') or its
+    source-native number ('62')."""
+    condition = Q(**{f"{prefix}native_id": value})
+    if value.isdigit() and len(value) <= 9:
+        condition |= Q(**{f"{prefix}numeric_id": int(value)})
+    return condition
+
+
+class RunFilter(django_filters.FilterSet):
+    source = django_filters.CharFilter(field_name="source__slug", help_text="Source slug, e.g. sol-execbench.")
+    benchmark = django_filters.CharFilter(
+        method="filter_benchmark", help_text="Benchmark native id (062_kv_cache_update_with_rope_backward) or number."
+    )
+    gpu = django_filters.CharFilter(
+        method="filter_gpu", help_text="GPU product; 'B200' and 'NVIDIA B200' are one product."
+    )
+    architecture = django_filters.CharFilter(field_name="environment__architecture", help_text="e.g. sm_100.")
+    harness = django_filters.CharFilter(field_name="group__harness_name", help_text="Harness name.")
+    harnessVersion = django_filters.CharFilter(field_name="group__harness_version", help_text="e.g. v1.1.")
+    family = django_filters.CharFilter(field_name="group__family", help_text="Comparability family.")
+    status = django_filters.ChoiceFilter(choices=RunStatus.choices)
+    evidenceLevel = django_filters.ChoiceFilter(field_name="evidence_level", choices=EvidenceLevel.choices)
+    project = django_filters.CharFilter(method="filter_project", help_text="Project slug or full name.")
+    submitter = django_filters.CharFilter(field_name="submitter", help_text="Submitter name, whole.")
+    observedAfter = SafeDateTimeFilter(
+        field_name="observed_at", lookup_expr="gte", help_text="Observed at or after (ISO 8601)."
+    )
+    observedBefore = SafeDateTimeFilter(
+        field_name="observed_at", lookup_expr="lte", help_text="Observed at or before (ISO 8601)."
+    )
+    comparisonKey = django_filters.CharFilter(field_name="group__key", help_text="sha256:… of a comparison group.")
+    ranked = django_filters.BooleanFilter(field_name="rank", lookup_expr="isnull", exclude=True)
+
+    class Meta:
+        model = Run
+        fields: list[str] = []
+
+    def filter_benchmark(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(_benchmark_q("benchmark__", value))
+
+    def filter_gpu(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(environment__product=ranking.normalise_product(value))
+
+    def filter_project(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(Q(implementation__project__slug=value) | Q(implementation__project__name=value))
+
+
+class GroupFilter(django_filters.FilterSet):
+    source = django_filters.CharFilter(field_name="source__slug")
+    benchmark = django_filters.CharFilter(method="filter_benchmark")
+    gpu = django_filters.CharFilter(method="filter_gpu")
+    harness = django_filters.CharFilter(field_name="harness_name")
+    harnessVersion = django_filters.CharFilter(field_name="harness_version")
+    family = django_filters.CharFilter(field_name="family")
+
+    class Meta:
+        model = ComparisonGroup
+        fields: list[str] = []
+
+    def filter_benchmark(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(_benchmark_q("benchmark__", value))
+
+    def filter_gpu(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(hardware_product=ranking.normalise_product(value))
+
+
+class BenchmarkFilter(django_filters.FilterSet):
+    source = django_filters.CharFilter(field_name="source__slug")
+    collection = django_filters.CharFilter(field_name="collection")
+    nativeId = django_filters.CharFilter(method="filter_native_id", help_text="Native id or number.")
+
+    class Meta:
+        model = Benchmark
+        fields: list[str] = []
+
+    def filter_native_id(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(_benchmark_q("", value))
+
+
+class ProtocolFilter(django_filters.FilterSet):
+    family = django_filters.CharFilter(field_name="family")
+    harness = django_filters.CharFilter(field_name="harness_name")
+    harnessVersion = django_filters.CharFilter(field_name="harness_version")
+
+    class Meta:
+        model = Protocol
+        fields: list[str] = []
+
+
+class EnvironmentFilter(django_filters.FilterSet):
+    gpu = django_filters.CharFilter(method="filter_gpu")
+    architecture = django_filters.CharFilter(field_name="architecture")
+
+    class Meta:
+        model = Environment
+        fields: list[str] = []
+
+    def filter_gpu(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(product=ranking.normalise_product(value))
+
+
+class WorkloadFilter(django_filters.FilterSet):
+    source = django_filters.CharFilter(field_name="benchmark__source__slug")
+    benchmark = django_filters.CharFilter(method="filter_benchmark")
+
+    class Meta:
+        model = Workload
+        fields: list[str] = []
+
+    def filter_benchmark(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(_benchmark_q("benchmark__", value))
+
+
+class ImplementationFilter(django_filters.FilterSet):
+    project = django_filters.CharFilter(method="filter_project")
+    submitter = django_filters.CharFilter(field_name="submitter")
+
+    class Meta:
+        model = Implementation
+        fields: list[str] = []
+
+    def filter_project(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(Q(project__slug=value) | Q(project__name=value))
+
+
+class AttestationFilter(django_filters.FilterSet):
+    run = django_filters.CharFilter(field_name="run__public_id", help_text="Public id of the run.")
+    kind = django_filters.ChoiceFilter(choices=AttestationKind.choices)
+
+    class Meta:
+        model = Attestation
+        fields: list[str] = []

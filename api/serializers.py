@@ -1,0 +1,416 @@
+"""JSON shapes of the API. Field names are camelCase like the manifests (``externalId``,
+``observedAt``); ``timing`` and ``metrics`` are the run document's own objects, as published.
+
+Serializers only read attributes the viewsets' QuerySets have already joined in, so a page of
+runs costs one query however long it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from attestations.forms import STATISTICS
+from attestations.models import UNIT_NS, AttestationKind, ReportCategory
+from runs import ranking
+from runs.manifests import KINDS
+from runs.models import ComparisonGroup, Run
+
+
+def permalink(obj: Any) -> str:
+    """The object's public page, as citations and the run page write it (SITE_URL + path)."""
+    return settings.SITE_URL + obj.get_absolute_url()
+
+
+class PermalinkField(serializers.Field):
+    """The permalink of the object itself."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["source"] = "*"
+        kwargs["read_only"] = True
+        super().__init__(**kwargs)
+
+    def to_representation(self, value: Any) -> str:
+        return permalink(value)
+
+
+extend_schema_field({"type": "string", "format": "uri"})(PermalinkField)
+
+
+class SourceRefSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+
+
+class BenchmarkRefSerializer(serializers.Serializer):
+    source = serializers.CharField(source="source.slug")
+    nativeId = serializers.CharField(source="native_id")
+    title = serializers.CharField()
+    url = PermalinkField()
+
+
+class ProjectRefSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    url = PermalinkField()
+
+
+class HardwareSerializer(serializers.Serializer):
+    product = serializers.CharField()
+    architecture = serializers.CharField()
+    environmentDigest = serializers.CharField(source="digest")
+
+
+class HarnessSerializer(serializers.Serializer):
+    name = serializers.CharField(source="harness_name")
+    version = serializers.CharField(source="harness_version")
+    family = serializers.CharField()
+    protocolDigest = serializers.CharField(source="digest")
+
+
+def _spec_object(run: Run, *path: str) -> dict[str, Any]:
+    value: Any = run.spec
+    for step in path:
+        value = value.get(step) if isinstance(value, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+class RunSerializer(serializers.Serializer):
+    """One run, as lists and rankings show it."""
+
+    id = serializers.CharField(source="public_id", help_text="The run's public id (its permalink).")
+    url = PermalinkField(help_text="The run's permanent page.")
+    digest = serializers.CharField(help_text="sha256 of the canonical BenchmarkRun document.")
+    externalId = serializers.CharField(source="external_id", help_text="The source's own id of the run.")
+    title = serializers.CharField()
+    source = serializers.CharField(source="source.slug")
+    benchmark = BenchmarkRefSerializer()
+    comparisonKey = serializers.CharField(source="group.key", help_text="Names the run's ranking (comparison group).")
+    rank = serializers.IntegerField(allow_null=True, help_text="Rank in its comparison group; null when unranked.")
+    sourceRank = serializers.IntegerField(source="source_rank", allow_null=True, help_text="Rank the source published.")
+    isReference = serializers.BooleanField(source="is_reference", help_text="A source's reference row: unranked.")
+    status = serializers.CharField()
+    evidenceLevel = serializers.CharField(source="evidence_level")
+    quarantined = serializers.BooleanField()
+    submitter = serializers.CharField()
+    project = serializers.SerializerMethodField()
+    hardware = HardwareSerializer(source="environment")
+    harness = HarnessSerializer(source="protocol")
+    primaryStatistic = serializers.CharField(source="primary_statistic")
+    latencyNs = serializers.FloatField(source="latency_ns", allow_null=True, help_text="Primary statistic, ns.")
+    observedAt = serializers.DateTimeField(source="observed_at", allow_null=True)
+    publishedAt = serializers.DateTimeField(source="published_at")
+    timing = serializers.SerializerMethodField()
+    metrics = serializers.SerializerMethodField()
+
+    @extend_schema_field(ProjectRefSerializer(allow_null=True))
+    def get_project(self, run: Run) -> dict[str, Any] | None:
+        implementation = run.implementation
+        if implementation is None or implementation.project is None:
+            return None
+        return ProjectRefSerializer(implementation.project).data
+
+    @extend_schema_field(
+        {
+            "type": "object",
+            "additionalProperties": True,
+            "description": "spec.timing of the run document: latencyNs by statistic, primaryStatistic…",
+        }
+    )
+    def get_timing(self, run: Run) -> dict[str, Any]:
+        return _spec_object(run, "timing")
+
+    @extend_schema_field(
+        {
+            "type": "object",
+            "additionalProperties": True,
+            "description": "spec.sourceNative.metrics: the metrics as the source published them.",
+        }
+    )
+    def get_metrics(self, run: Run) -> dict[str, Any]:
+        return _spec_object(run, "sourceNative", "metrics")
+
+
+class RunDetailSerializer(RunSerializer):
+    """One run with what its page adds: the declared digests, labels, provenance."""
+
+    visibility = serializers.CharField()
+    statusDetail = serializers.CharField(source="status_detail")
+    revision = serializers.IntegerField()
+    labels = serializers.DictField(child=serializers.CharField(), allow_empty=True)
+    protocolDigest = serializers.CharField(source="protocol_digest")
+    environmentDigest = serializers.CharField(source="environment_digest")
+    workloadDigest = serializers.CharField(source="workload_digest")
+    implementationDigest = serializers.CharField(source="implementation_digest")
+    provenanceUrl = serializers.CharField(source="provenance_url")
+    retrievedAt = serializers.DateTimeField(source="retrieved_at", allow_null=True)
+    manifestUrl = serializers.SerializerMethodField()
+    cases = serializers.SerializerMethodField()
+
+    @extend_schema_field({"type": "string", "format": "uri"})
+    def get_manifestUrl(self, run: Run) -> str:  # noqa: N802 (DRF names the method after the field)
+        return settings.SITE_URL + f"/runs/{run.public_id}.json"
+
+    @extend_schema_field({"type": "array", "items": {"type": "object", "additionalProperties": True}})
+    def get_cases(self, run: Run) -> list[Any]:
+        cases = run.spec.get("cases")
+        return cases if isinstance(cases, list) else []
+
+
+class RunTombstoneSerializer(serializers.Serializer):
+    """A hidden or retracted run: its permalink stays, with the public reason."""
+
+    id = serializers.CharField(source="public_id")
+    url = PermalinkField()
+    digest = serializers.CharField()
+    visibility = serializers.CharField()
+    publicReason = serializers.CharField(source="public_reason")
+
+
+class RankingRuleSerializer(serializers.Serializer):
+    metric = serializers.CharField(source="ranking_metric")
+    direction = serializers.CharField(source="ranking_direction")
+    bestPer = serializers.CharField(source="best_per")
+    description = serializers.SerializerMethodField()
+
+    def get_description(self, group: ComparisonGroup) -> str:
+        return ranking.RankingRule(group.ranking_metric, group.ranking_direction, group.best_per).description
+
+
+class GroupSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text="The comparison key: sha256 of the canonical keyDocument.")
+    url = PermalinkField()
+    source = serializers.CharField(source="source.slug")
+    benchmark = BenchmarkRefSerializer()
+    family = serializers.CharField()
+    hardwareProduct = serializers.CharField(source="hardware_product")
+    architecture = serializers.SerializerMethodField()
+    harnessName = serializers.CharField(source="harness_name")
+    harnessVersion = serializers.CharField(source="harness_version")
+    keyDocument = serializers.SerializerMethodField()
+    ranking = RankingRuleSerializer(source="*")
+
+    def get_architecture(self, group: ComparisonGroup) -> str:
+        return ranking.architecture_for(group.hardware_product)
+
+    @extend_schema_field({"type": "object", "additionalProperties": True})
+    def get_keyDocument(self, group: ComparisonGroup) -> Any:  # noqa: N802
+        import json
+
+        return json.loads(group.key_document)
+
+
+class GroupListSerializer(GroupSerializer):
+    runCount = serializers.IntegerField(source="run_count", help_text="Published runs in the group.")
+
+
+class GroupRankingSerializer(GroupSerializer):
+    rows = RunSerializer(
+        many=True,
+        source="ranking_rows",
+        help_text="Ranked runs in ranking order, with the source's reference rows (isReference) in place.",
+    )
+
+
+class BenchmarkGroupSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    hardwareProduct = serializers.CharField(source="hardware_product")
+    harnessName = serializers.CharField(source="harness_name")
+    harnessVersion = serializers.CharField(source="harness_version")
+    family = serializers.CharField()
+
+
+class BenchmarkSerializer(serializers.Serializer):
+    source = serializers.CharField(source="source.slug")
+    nativeId = serializers.CharField(source="native_id")
+    numericId = serializers.IntegerField(source="numeric_id", allow_null=True)
+    title = serializers.CharField()
+    collection = serializers.CharField()
+    hfModelId = serializers.CharField(source="hf_model_id")
+    tags = serializers.ListField(child=serializers.CharField())
+    url = PermalinkField()
+    runCount = serializers.IntegerField(source="run_count")
+    groups = BenchmarkGroupSerializer(many=True, source="listed_groups")
+
+
+class SourceSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    homepage = serializers.CharField(source="url")
+    description = serializers.CharField()
+    url = PermalinkField()
+    runCount = serializers.IntegerField(source="run_count")
+    benchmarkCount = serializers.IntegerField(source="benchmark_count")
+
+
+class DocumentSerializer(serializers.Serializer):
+    digest = serializers.CharField()
+    name = serializers.CharField()
+    title = serializers.CharField()
+
+
+class DocumentDetailMixin(serializers.Serializer):
+    manifest = serializers.SerializerMethodField(help_text="The canonical document as stored (its digest's input).")
+
+    @extend_schema_field({"type": "object", "additionalProperties": True})
+    def get_manifest(self, obj: Any) -> dict[str, Any]:
+        return obj.doc
+
+
+class ProtocolSerializer(DocumentSerializer):
+    harnessName = serializers.CharField(source="harness_name")
+    harnessVersion = serializers.CharField(source="harness_version")
+    family = serializers.CharField()
+    timer = serializers.CharField()
+    primaryStatistic = serializers.CharField(source="primary_statistic")
+
+
+class ProtocolDetailSerializer(ProtocolSerializer, DocumentDetailMixin):
+    pass
+
+
+class EnvironmentSerializer(DocumentSerializer):
+    vendor = serializers.CharField()
+    product = serializers.CharField()
+    architecture = serializers.CharField()
+    url = PermalinkField()
+
+
+class EnvironmentDetailSerializer(EnvironmentSerializer, DocumentDetailMixin):
+    pass
+
+
+class WorkloadSerializer(DocumentSerializer):
+    benchmark = BenchmarkRefSerializer(allow_null=True)
+    caseCount = serializers.IntegerField(source="case_count")
+
+
+class WorkloadDetailSerializer(WorkloadSerializer, DocumentDetailMixin):
+    pass
+
+
+class ImplementationSerializer(DocumentSerializer):
+    project = ProjectRefSerializer(allow_null=True)
+    submitter = serializers.CharField()
+    revision = serializers.CharField()
+
+
+class ImplementationDetailSerializer(ImplementationSerializer, DocumentDetailMixin):
+    pass
+
+
+class MeasurementSerializer(serializers.Serializer):
+    value = serializers.FloatField(source="measured_value")
+    unit = serializers.CharField(source="measured_unit")
+    statistic = serializers.CharField(source="measured_statistic")
+
+
+class AttestationSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    reference = serializers.CharField()
+    run = serializers.CharField(source="run.public_id")
+    runUrl = serializers.SerializerMethodField()
+    kind = serializers.CharField()
+    digest = serializers.CharField()
+    author = serializers.CharField(source="author_label")
+    measurement = serializers.SerializerMethodField()
+    text = serializers.CharField()
+    link = serializers.CharField()
+    createdAt = serializers.DateTimeField(source="created_at")
+    reviewedAt = serializers.DateTimeField(source="reviewed_at", allow_null=True)
+    manifest = serializers.SerializerMethodField()
+
+    @extend_schema_field({"type": "string", "format": "uri"})
+    def get_runUrl(self, attestation: Any) -> str:  # noqa: N802
+        return permalink(attestation.run)
+
+    @extend_schema_field(MeasurementSerializer(allow_null=True))
+    def get_measurement(self, attestation: Any) -> dict[str, Any] | None:
+        if attestation.measured_value is None:
+            return None
+        return MeasurementSerializer(attestation).data
+
+    @extend_schema_field({"type": "object", "additionalProperties": True})
+    def get_manifest(self, attestation: Any) -> dict[str, Any]:
+        return attestation.doc
+
+
+# -- writes ------------------------------------------------------------------------------------
+
+
+class ManifestDocumentSerializer(serializers.Serializer):
+    """One canonical document (DESIGN §2). Documentation of the request body; the bundle itself
+    is checked by runs.manifests.bundle_verify, the same check every import runs."""
+
+    apiVersion = serializers.ChoiceField(choices=["kernelindex.dev/v1alpha1"])
+    kind = serializers.ChoiceField(choices=sorted(KINDS.values()))
+    metadata = serializers.DictField(required=False)
+    spec = serializers.DictField()
+
+
+class ManifestBundleSerializer(serializers.Serializer):
+    run = ManifestDocumentSerializer()
+    protocol = ManifestDocumentSerializer()
+    environment = ManifestDocumentSerializer()
+    workload = ManifestDocumentSerializer(required=False)
+    implementation = ManifestDocumentSerializer(required=False)
+
+
+class SubmissionSerializer(serializers.Serializer):
+    outcome = serializers.ChoiceField(
+        choices=["created", "updated", "unchanged"],
+        help_text="created (201); updated or unchanged (200) when this run was submitted before.",
+    )
+    run = RunSerializer()
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    field = serializers.CharField(allow_null=True)
+    message = serializers.CharField()
+    code = serializers.CharField()
+
+
+class ErrorBodySerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="Machine-readable error code.")
+    message = serializers.CharField(help_text="What went wrong, for people.")
+    field = serializers.CharField(allow_null=True, help_text="The offending field or parameter, if one.")
+    details = ErrorDetailSerializer(many=True)
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorBodySerializer()
+
+
+class AttestationInputSerializer(serializers.Serializer):
+    """The body of POST /runs/{id}/attestations/: the web form's fields, camelCase."""
+
+    kind = serializers.ChoiceField(choices=AttestationKind.choices)
+    measuredValue = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1e15)
+    measuredUnit = serializers.ChoiceField(choices=list(UNIT_NS), required=False, allow_blank=True)
+    measuredStatistic = serializers.ChoiceField(choices=[name for name, _ in STATISTICS], required=False)
+    casesReproduced = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=1_000_000)
+    casesMatched = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=1_000_000)
+    gpuProduct = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    driverVersion = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    cudaVersion = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    torchVersion = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    command = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    link = serializers.URLField(required=False, allow_blank=True, max_length=500)
+    text = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+
+
+class ReportInputSerializer(serializers.Serializer):
+    """The body of POST /runs/{id}/reports/: the web form's fields, camelCase."""
+
+    category = serializers.ChoiceField(choices=ReportCategory.choices)
+    description = serializers.CharField(min_length=10, max_length=5000)
+    contactEmail = serializers.EmailField(required=False, allow_blank=True, max_length=254)
+
+
+class ReceivedSerializer(serializers.Serializer):
+    reference = serializers.CharField(help_text="Quote it to moderators.")
+    state = serializers.CharField(help_text="pending (attestations) or open (reports) until a moderator acts.")
+    run = serializers.CharField(help_text="Public id of the run.")

@@ -1,0 +1,170 @@
+"""Writes of the API app: issuing and revoking tokens, recording submitted manifests.
+
+A submitted manifest goes the one way every run goes into the index: ``bundle_verify`` and
+then ``runs.services.bundles_import``. What this module adds is the policy of DESIGN §3 for the
+API: the evidence level comes from the token, never from the bundle's annotations.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from api.models import TOKEN_PREFIX, ApiToken, token_hash
+from attestations.models import ModerationEvent
+from kernelindex import canonical
+from runs import services as run_services
+from runs.manifests import ManifestError, VerifiedBundle, bundle_verify
+from runs.models import EvidenceLevel, Run, RunRevision
+
+RERUN_FAMILY = "kernelindex_rerun"
+
+
+class SubmissionRefused(Exception):
+    """A well-formed bundle this token may not record. ``code`` is machine-readable."""
+
+    def __init__(self, code: str, message: str, *, field: str | None = None, status: int = 403) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field = field
+        self.status = status
+
+
+@dataclass
+class Submission:
+    outcome: str  # "created", "updated" or "unchanged"
+    run: Run
+
+
+@transaction.atomic
+def api_token_issue(
+    *, user: Any, name: str, issued_by: Any, submitter_name: str = "", may_record_reruns: bool = False
+) -> tuple[ApiToken, str]:
+    """Create a token; returns it with the raw secret, which is never stored and never shown again."""
+    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken(
+        user=user,
+        name=name,
+        submitter_name=submitter_name,
+        may_record_reruns=may_record_reruns,
+        key_prefix=raw[:12],
+        key_hash=token_hash(raw),
+        issued_by=issued_by,
+    )
+    token.full_clean()
+    token.save()
+    ModerationEvent.objects.create(
+        actor=issued_by,
+        action="api_token.issued",
+        target_type="api_token",
+        target_id=str(token.pk),
+        reason=f"issued to {user.get_username()}: {name}",
+        payload={"may_record_reruns": may_record_reruns, "key_prefix": token.key_prefix},
+    )
+    return token, raw
+
+
+@transaction.atomic
+def api_token_revoke(*, token: ApiToken, actor: Any, reason: str) -> ApiToken:
+    """Revoke a token for good; the row stays, with who revoked it and why."""
+    if token.revoked_at is not None:
+        return token
+    token.revoked_at = timezone.now()
+    token.revoked_reason = reason or "revoked by a moderator"
+    token.save(update_fields=["revoked_at", "revoked_reason"])
+    ModerationEvent.objects.create(
+        actor=actor,
+        action="api_token.revoked",
+        target_type="api_token",
+        target_id=str(token.pk),
+        reason=token.revoked_reason,
+        payload={"key_prefix": token.key_prefix},
+    )
+    return token
+
+
+def _declared_submitter(bundle: VerifiedBundle) -> str:
+    native = bundle.run_spec["sourceNative"]
+    implementation = bundle.docs.get("implementation", {}).get("spec", {})
+    return str(native.get("submitter") or implementation.get("submitter") or "")
+
+
+def _evidence_level(bundle: VerifiedBundle, token: ApiToken) -> str:
+    """DESIGN §3: kernelindex_rerun only for a rerun token AND a bundle of the rerun harness."""
+    comparability = bundle.docs["protocol"]["spec"].get("comparability")
+    family = comparability.get("family", "") if isinstance(comparability, dict) else ""
+    if family == RERUN_FAMILY:
+        if not token.may_record_reruns:
+            raise SubmissionRefused(
+                "rerun_permission_required",
+                "Only a token with the rerun permission can record runs of the KernelIndex rerun harness "
+                "(protocol family kernelindex_rerun).",
+                field="protocol.spec.comparability.family",
+            )
+        return EvidenceLevel.KERNELINDEX_RERUN
+    submitter = _declared_submitter(bundle)
+    if submitter and submitter != token.effective_submitter:
+        raise SubmissionRefused(
+            "submitter_mismatch",
+            f"This token submits as {token.effective_submitter!r}; the bundle names the submitter {submitter!r}.",
+            field="run.spec.sourceNative.submitter",
+        )
+    return EvidenceLevel.SUBMITTER_REPORTED
+
+
+def manifest_submit(*, bundle: Any, token: ApiToken) -> Submission:
+    """Verify a submitted bundle and record its run, attributed to the token's owner.
+
+    Idempotent: the same bundle again leaves the run unchanged. A run the index already holds
+    from another path (a source import, another submitter) is never overwritten from the API.
+    Raises ManifestError (bad bundle, digest mismatch) or SubmissionRefused.
+    """
+    verified = bundle_verify(bundle)
+    # The API never trusts KernelIndex annotations a client sends (evidence level, publication
+    # date, provenance, source rank): drop them before the import sees them.
+    verified = VerifiedBundle(docs=verified.docs, digests=verified.digests, declared=verified.declared)
+    evidence = _evidence_level(verified, token)
+    identity = run_services.run_identity(verified)
+    identity_json = canonical.dumps_str(identity)
+    for attempt in range(2):
+        try:
+            with transaction.atomic():
+                existing = Run.objects.select_for_update().filter(identity=identity_json).first()
+                if existing is not None:
+                    _check_owner(existing, token, evidence)
+                result = run_services.bundles_import(
+                    [verified],
+                    evidence_level=evidence,
+                    trust_annotations=False,
+                    actor=token.user,
+                    actor_label=f"api: {token.user.get_username()} (token {token.key_prefix}…)"[:300],
+                    reason="submitted through the API",
+                )
+            break
+        except IntegrityError:
+            # Two identical submissions raced; the loser retries and finds the winner's run.
+            if attempt:
+                raise
+    outcome = "created" if result.created else "updated" if result.updated else "unchanged"
+    run = Run.objects.for_listing().get(public_id=result.run_ids[0])
+    return Submission(outcome=outcome, run=run)
+
+
+def _check_owner(run: Run, token: ApiToken, evidence: str) -> None:
+    first = RunRevision.objects.filter(run=run, number=1).values_list("actor_id", flat=True).first()
+    if run.evidence_level != evidence or first != token.user_id:
+        raise SubmissionRefused(
+            "run_exists",
+            f"The index already holds run {run.public_id} with this identity (source, benchmark, hardware, "
+            "harness, external id), recorded by another path; choose another externalId.",
+            field="run.spec.sourceNative.externalId",
+            status=409,
+        )
+
+
+__all__ = ["ManifestError", "SubmissionRefused", "api_token_issue", "api_token_revoke", "manifest_submit"]

@@ -1,0 +1,61 @@
+"""Request throttles for the API, on top of the per-post limits the forms share.
+
+Anonymous clients are told apart exactly as the forms tell them apart
+(``kernelindex.clients.client_key``: the address the trusted proxies report, IPv6 by /64);
+authenticated clients by their token, so one owner's CI jobs on many machines share one
+budget. Rates are read at call time from ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]`` (not frozen
+at import as DRF's defaults are), so deployments and tests can change them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.request import Request
+from rest_framework.settings import api_settings
+from rest_framework.throttling import SimpleRateThrottle
+
+from api.models import ApiToken
+from kernelindex.clients import client_key
+
+
+class _Throttle(SimpleRateThrottle):
+    def get_rate(self) -> str | None:
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+
+    def __init__(self) -> None:
+        # SimpleRateThrottle reads the rate in __init__; do it here from current settings.
+        self.rate = self.get_rate()
+        self.num_requests, self.duration = self.parse_rate(self.rate)
+
+
+class AnonThrottle(_Throttle):
+    """Clients without a token."""
+
+    scope = "anon"
+
+    def get_cache_key(self, request: Request, view: Any) -> str | None:
+        if isinstance(request.auth, ApiToken):
+            return None
+        return self.cache_format % {"scope": self.scope, "ident": client_key(request)}
+
+
+class TokenThrottle(_Throttle):
+    """Clients with a token, one budget per token."""
+
+    scope = "token"
+
+    def get_cache_key(self, request: Request, view: Any) -> str | None:
+        if not isinstance(request.auth, ApiToken):
+            return None
+        return self.cache_format % {"scope": self.scope, "ident": f"token:{request.auth.pk}"}
+
+
+class SubmissionThrottle(_Throttle):
+    """Manifest submissions per token: imports are the most expensive requests."""
+
+    scope = "submissions"
+
+    def get_cache_key(self, request: Request, view: Any) -> str | None:
+        ident = f"token:{request.auth.pk}" if isinstance(request.auth, ApiToken) else client_key(request)
+        return self.cache_format % {"scope": self.scope, "ident": ident}

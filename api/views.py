@@ -1,0 +1,557 @@
+"""DRF viewsets of /api/v1/. One base (``ApiMixin``) gives every endpoint the same
+authentication, throttles, pagination and error format; QuerySets come from the models'
+QuerySet methods and ``runs.selectors`` — the same reads as the pages, so the eligibility rule
+and the ranking query exist once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import UTC
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Count, F, IntegerField, OuterRef, Prefetch, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.http import Http404, HttpResponseBase
+from django.utils import timezone
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.generics import GenericAPIView
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api import exports, serializers
+from api.exceptions import ApiError
+from api.models import ApiToken
+from api.pagination import Key, KeysetPagination
+from api.permissions import HasApiToken
+from api.services import ManifestError, SubmissionRefused, manifest_submit
+from api.throttling import AnonThrottle, SubmissionThrottle, TokenThrottle
+from attestations import services as attestation_services
+from attestations.forms import AttestationForm, IssueReportForm
+from attestations.models import Attestation
+from kernelindex import canonical, ratelimit
+from kernelindex.clients import client_key
+from runs import selectors
+from runs.manifests import DIGEST_FIELDS
+from runs.models import (
+    Benchmark,
+    ComparisonGroup,
+    Environment,
+    Implementation,
+    Protocol,
+    Run,
+    Source,
+    Visibility,
+    Workload,
+)
+
+from . import filters
+
+# Sentinels that sort after every real value, so nulls come last in both directions.
+_LAST_INT = 2**31 - 1
+_LAST_FLOAT = 1e300
+_FIRST_TIME = timezone.datetime(1, 1, 1, tzinfo=UTC)
+_LAST_TIME = timezone.datetime(9999, 12, 31, tzinfo=UTC)
+
+
+def _count(model: Any, field: str, **conditions: Any) -> Coalesce:
+    """A correlated COUNT(*) (one subquery per row, no GROUP BY over the outer query)."""
+    counted = (
+        model.objects.filter(**{field: OuterRef("pk")}, **conditions)
+        .order_by()
+        .values(field)
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(Subquery(counted, output_field=IntegerField()), Value(0))
+
+
+class JsonOnlyNegotiation(DefaultContentNegotiation):
+    """The API speaks JSON whatever the Accept header says (exports stream their own types)."""
+
+    def select_renderer(self, request: Request, renderers: list[Any], format_suffix: str | None = None) -> Any:
+        return renderers[0], renderers[0].media_type
+
+
+class ApiMixin:
+    pagination_class = KeysetPagination
+    throttle_classes = [AnonThrottle, TokenThrottle]
+    content_negotiation_class = JsonOnlyNegotiation
+    metadata_class = None  # OPTIONS answers 405 (CORS preflights are answered by the middleware)
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # PostgreSQL text cannot hold NUL; refuse it before it reaches a query.
+        for name, values in request.query_params.lists():
+            if "\x00" in name or any("\x00" in value for value in values):
+                raise ApiError("invalid", "Query parameters cannot contain NUL characters.", field=name)
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+
+
+def etag_response(request: Request, data: Any) -> Response:
+    """Conditional GET: a strong ETag over the JSON body; If-None-Match → 304."""
+    body = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    etag = '"' + hashlib.sha256(body.encode("utf-8")).hexdigest()[:40] + '"'
+    wanted = request.headers.get("If-None-Match", "")
+    candidates = {part.strip().removeprefix("W/") for part in wanted.split(",") if part.strip()}
+    if etag in candidates or "*" in candidates:
+        response = Response(status=status.HTTP_304_NOT_MODIFIED)
+    else:
+        response = Response(data)
+    response["ETag"] = etag
+    return response
+
+
+# -- runs --------------------------------------------------------------------------------------
+
+RUN_ORDERINGS = {
+    "-observedAt": [
+        Key("k_observed", Coalesce(F("observed_at"), Value(_FIRST_TIME)), True, "datetime"),
+        Key("public_id", None, False, "str"),
+    ],
+    "observedAt": [
+        Key("k_observed", Coalesce(F("observed_at"), Value(_LAST_TIME)), False, "datetime"),
+        Key("public_id", None, False, "str"),
+    ],
+    "rank": [
+        Key("k_rank", Coalesce(F("rank"), Value(_LAST_INT)), False, "int"),
+        Key("k_latency", Coalesce(F("latency_ns"), Value(_LAST_FLOAT)), False, "float"),
+        Key("public_id", None, False, "str"),
+    ],
+    "latency": [
+        Key("k_latency", Coalesce(F("latency_ns"), Value(_LAST_FLOAT)), False, "float"),
+        Key("public_id", None, False, "str"),
+    ],
+    "-latency": [
+        Key("k_latency", Coalesce(F("latency_ns"), Value(-1.0)), True, "float"),
+        Key("public_id", None, False, "str"),
+    ],
+}
+
+_RUN_DETAIL_RESPONSES = {
+    200: serializers.RunDetailSerializer,
+    410: OpenApiResponse(
+        serializers.RunTombstoneSerializer,
+        description="A hidden or retracted run: its permalink stays, with the public reason.",
+    ),
+}
+
+
+def _export_schema(media_type: str, description: str) -> Any:
+    return extend_schema(
+        responses={(200, media_type): OpenApiResponse(OpenApiTypes.STR, description=description)},
+        filters=True,
+    )
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Runs", description="Published runs, filtered; cursor-paginated."),
+    retrieve=extend_schema(summary="One run", responses=_RUN_DETAIL_RESPONSES),
+)
+class RunViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
+    serializer_class = serializers.RunSerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = filters.RunFilter
+    lookup_field = "public_id"
+    lookup_url_kwarg = "id"
+    lookup_value_regex = "[^/]+"
+    orderings = RUN_ORDERINGS
+    default_ordering = "-observedAt"
+
+    def get_queryset(self) -> QuerySet[Run]:
+        return Run.objects.visible().for_listing()
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        try:
+            run = selectors.run_get(kwargs["id"])
+        except selectors.RunGone as gone:
+            data = serializers.RunTombstoneSerializer(gone.run).data
+            return Response(data, status=status.HTTP_410_GONE)
+        return etag_response(request, serializers.RunDetailSerializer(run).data)
+
+    def _export_queryset(self) -> QuerySet[Run]:
+        return self.filter_queryset(self.get_queryset()).order_by("public_id")
+
+    @_export_schema("text/csv", "One row per run, a header row first; streamed.")
+    @action(detail=False, methods=["get"], url_path="export/csv", pagination_class=None)
+    def export_csv(self, request: Request) -> HttpResponseBase:
+        return exports.streamed(
+            exports.csv_lines(self._export_queryset()), content_type="text/csv; charset=utf-8", filename="runs.csv"
+        )
+
+    @_export_schema(exports.JSONL, "One run item (as in the list) per line; streamed.")
+    @action(detail=False, methods=["get"], url_path="export/jsonl", pagination_class=None)
+    def export_jsonl(self, request: Request) -> HttpResponseBase:
+        return exports.streamed(
+            exports.jsonl_lines(self._export_queryset()), content_type=exports.JSONL, filename="runs.jsonl"
+        )
+
+    @_export_schema(
+        exports.JSONL,
+        "One canonical manifest bundle per line, exactly as `manage.py export` writes them; "
+        "`manage.py import` reads the file back with every digest unchanged.",
+    )
+    @action(detail=False, methods=["get"], url_path="export/bundles", pagination_class=None)
+    def export_bundles(self, request: Request) -> HttpResponseBase:
+        return exports.streamed(
+            exports.bundle_lines(self.filter_queryset(self.get_queryset())),
+            content_type=exports.JSONL,
+            filename="runs.manifests.jsonl",
+        )
+
+
+# -- groups ------------------------------------------------------------------------------------
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Comparison groups", description="Every ranking, with its run count."),
+    retrieve=extend_schema(
+        summary="A group's ranking",
+        description="The ranking of one comparison group: ranked runs in order, the source's reference rows "
+        "(isReference: true) in place and unranked. Ranks are the stored ranks every page shows.",
+        responses={200: serializers.GroupRankingSerializer},
+    ),
+)
+class GroupViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
+    serializer_class = serializers.GroupListSerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = filters.GroupFilter
+    lookup_field = "key"
+    lookup_value_regex = "[^/]+"
+    orderings = {
+        "benchmark": [
+            Key("k_benchmark", F("benchmark__native_id"), False, "str"),
+            Key("hardware_product", None, False, "str"),
+            Key("harness_version", None, False, "str"),
+            Key("key", None, False, "str"),
+        ],
+        "-runCount": [Key("run_count", None, True, "int"), Key("key", None, False, "str")],
+    }
+    default_ordering = "benchmark"
+
+    def get_queryset(self) -> QuerySet[ComparisonGroup]:
+        return ComparisonGroup.objects.select_related("source", "benchmark", "benchmark__source").annotate(
+            run_count=_count(Run, "group", visibility=Visibility.PUBLISHED)
+        )
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        group = selectors.group_get(kwargs["key"])
+        group.ranking_rows = list(selectors.ranking_rows(group))
+        return etag_response(request, serializers.GroupRankingSerializer(group).data)
+
+
+# -- catalogue ---------------------------------------------------------------------------------
+
+
+@extend_schema_view(list=extend_schema(summary="Benchmarks", description="Benchmarks with their comparison groups."))
+class BenchmarkViewSet(ApiMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
+    serializer_class = serializers.BenchmarkSerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = filters.BenchmarkFilter
+    orderings = {
+        "nativeId": [Key("k_source", F("source__slug"), False, "str"), Key("native_id", None, False, "str")],
+        "-runCount": [Key("run_count", None, True, "int"), Key("id", None, False, "int")],
+    }
+    default_ordering = "nativeId"
+
+    def get_queryset(self) -> QuerySet[Benchmark]:
+        groups = ComparisonGroup.objects.order_by("hardware_product", "harness_name", "harness_version", "key")
+        return (
+            Benchmark.objects.for_listing()
+            .annotate(run_count=_count(Run, "benchmark", visibility=Visibility.PUBLISHED))
+            # One query for the groups of the whole page, not one per benchmark.
+            .prefetch_related(Prefetch("groups", queryset=groups, to_attr="listed_groups"))
+        )
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Sources"),
+    retrieve=extend_schema(summary="One source"),
+)
+class SourceViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
+    serializer_class = serializers.SourceSerializer
+    lookup_field = "slug"
+    lookup_value_regex = "[^/]+"
+    orderings = {"slug": [Key("slug", None, False, "str")]}
+    default_ordering = "slug"
+
+    def get_queryset(self) -> QuerySet[Source]:
+        return Source.objects.annotate(
+            run_count=_count(Run, "source", visibility=Visibility.PUBLISHED),
+            benchmark_count=_count(Benchmark, "source"),
+        )
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return etag_response(request, self.get_serializer(self.get_object()).data)
+
+
+class DocumentViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
+    """Protocols, environments, workloads, implementations: canonical documents by digest."""
+
+    lookup_field = "digest"
+    lookup_value_regex = "[^/]+"
+    filter_backends = [DjangoFilterBackend]
+    orderings = {
+        "name": [Key("name", None, False, "str"), Key("digest", None, False, "str")],
+        "-createdAt": [Key("created_at", None, True, "datetime"), Key("digest", None, False, "str")],
+    }
+    default_ordering = "name"
+    detail_serializer_class: Any = None
+
+    def get_serializer_class(self) -> Any:
+        return self.detail_serializer_class if self.action == "retrieve" else self.serializer_class
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return etag_response(request, self.get_serializer(self.get_object()).data)
+
+
+def _document_schema(name: str, detail: Any) -> Any:
+    return extend_schema_view(
+        list=extend_schema(summary=f"{name}s"),
+        retrieve=extend_schema(summary=f"One {name.lower()}, with its canonical document", responses={200: detail}),
+    )
+
+
+@_document_schema("Protocol", serializers.ProtocolDetailSerializer)
+class ProtocolViewSet(DocumentViewSet):
+    queryset = Protocol.objects.all()
+    serializer_class = serializers.ProtocolSerializer
+    detail_serializer_class = serializers.ProtocolDetailSerializer
+    filterset_class = filters.ProtocolFilter
+
+
+@_document_schema("Environment", serializers.EnvironmentDetailSerializer)
+class EnvironmentViewSet(DocumentViewSet):
+    queryset = Environment.objects.all()
+    serializer_class = serializers.EnvironmentSerializer
+    detail_serializer_class = serializers.EnvironmentDetailSerializer
+    filterset_class = filters.EnvironmentFilter
+
+
+@_document_schema("Workload", serializers.WorkloadDetailSerializer)
+class WorkloadViewSet(DocumentViewSet):
+    queryset = Workload.objects.select_related("benchmark", "benchmark__source")
+    serializer_class = serializers.WorkloadSerializer
+    detail_serializer_class = serializers.WorkloadDetailSerializer
+    filterset_class = filters.WorkloadFilter
+
+
+@_document_schema("Implementation", serializers.ImplementationDetailSerializer)
+class ImplementationViewSet(DocumentViewSet):
+    queryset = Implementation.objects.select_related("project")
+    serializer_class = serializers.ImplementationSerializer
+    detail_serializer_class = serializers.ImplementationDetailSerializer
+    filterset_class = filters.ImplementationFilter
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="Published attestations",
+        description="Community reproductions and notes a moderator published. They never change a run's "
+        "evidence level.",
+    )
+)
+class AttestationViewSet(ApiMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
+    serializer_class = serializers.AttestationSerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = filters.AttestationFilter
+    orderings = {"-createdAt": [Key("created_at", None, True, "datetime"), Key("id", None, True, "int")]}
+    default_ordering = "-createdAt"
+
+    def get_queryset(self) -> QuerySet[Attestation]:
+        return Attestation.objects.published().filter(run__visibility=Visibility.PUBLISHED).select_related("run")
+
+
+# -- writes ------------------------------------------------------------------------------------
+
+
+class CanonicalJSONParser(JSONParser):
+    """Strict JSON for manifests: no NaN/Infinity, no duplicate keys, nothing JCS cannot carry."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        from rest_framework.exceptions import ParseError
+
+        raw = stream.read() if stream is not None else b""
+        try:
+            return canonical.loads(raw)
+        except canonical.CanonicalError as error:
+            raise ParseError(f"The body is JSON that canonical JSON cannot carry: {error}")
+        except (ValueError, UnicodeDecodeError) as error:
+            raise ParseError(f"The body is not valid JSON: {error}")
+
+
+_ROLE_PATH = re.compile(r"\b(run|protocol|environment|workload|implementation) (?:document )?(spec(?:\.[\w]+)+)")
+_DIGEST_MISMATCH = re.compile(r"digest mismatch for the (\w+) document")
+_CANONICAL_PATH = re.compile(r"\$\.([\w.\[\]]+)")
+
+
+def _manifest_error(error: ManifestError) -> ApiError:
+    message = str(error)
+    mismatch = _DIGEST_MISMATCH.search(message)
+    if mismatch and mismatch.group(1) in DIGEST_FIELDS:
+        return ApiError("digest_mismatch", message, field=f"run.spec.{DIGEST_FIELDS[mismatch.group(1)]}")
+    path = _ROLE_PATH.search(message) or None
+    if path:
+        return ApiError("invalid_manifest", message, field=f"{path.group(1)}.{path.group(2)}")
+    canonical_path = _CANONICAL_PATH.search(message)
+    return ApiError("invalid_manifest", message, field=canonical_path.group(1) if canonical_path else None)
+
+
+class ManifestView(ApiMixin, GenericAPIView):
+    permission_classes = [HasApiToken]
+    throttle_classes = [SubmissionThrottle, TokenThrottle, AnonThrottle]
+    parser_classes = [CanonicalJSONParser]
+    pagination_class = None
+    serializer_class = serializers.SubmissionSerializer
+
+    @extend_schema(
+        summary="Submit a run",
+        description=(
+            "Records the run of a canonical manifest bundle (DESIGN §2) after verifying every declared digest. "
+            "The run's evidence level is `submitter_reported`, attributed to the token's owner; a token with the "
+            "rerun permission records bundles of the KernelIndex rerun harness (protocol family "
+            "`kernelindex_rerun`) as `kernelindex_rerun`. KernelIndex annotations in the bundle are ignored. "
+            "Sending the same bundle again changes nothing (200, outcome `unchanged`)."
+        ),
+        request=serializers.ManifestBundleSerializer,
+        responses={201: serializers.SubmissionSerializer, 200: serializers.SubmissionSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        token = request.auth
+        assert isinstance(token, ApiToken)  # HasApiToken guarantees it
+        try:
+            submission = manifest_submit(bundle=request.data, token=token)
+        except ManifestError as error:
+            raise _manifest_error(error) from None
+        except SubmissionRefused as refused:
+            raise ApiError(refused.code, refused.message, field=refused.field, status_code=refused.status) from None
+        data = serializers.SubmissionSerializer(submission).data
+        code = status.HTTP_201_CREATED if submission.outcome == "created" else status.HTTP_200_OK
+        response = Response(data, status=code)
+        response["Location"] = serializers.permalink(submission.run)
+        return response
+
+
+# The API's camelCase names of the form fields; validation and errors are the forms'.
+ATTESTATION_FIELDS = {
+    "kind": "kind",
+    "measuredValue": "measured_value",
+    "measuredUnit": "measured_unit",
+    "measuredStatistic": "measured_statistic",
+    "casesReproduced": "cases_reproduced",
+    "casesMatched": "cases_matched",
+    "gpuProduct": "gpu_product",
+    "driverVersion": "driver_version",
+    "cudaVersion": "cuda_version",
+    "torchVersion": "torch_version",
+    "command": "command",
+    "link": "link",
+    "text": "text",
+}
+REPORT_FIELDS = {"category": "category", "description": "description", "contactEmail": "contact_email"}
+
+
+class _RunPostView(ApiMixin, GenericAPIView):
+    """POST about one run through the same form, service and rate limit as its web page."""
+
+    throttle_classes = [SubmissionThrottle, TokenThrottle, AnonThrottle]
+    pagination_class = None
+    fields_map: dict[str, str] = {}
+    form_class: Any = None
+
+    def _run(self, public_id: str) -> Run:
+        # Tombstones (hidden, retracted) take no new attestations or reports, as on the pages.
+        run = Run.objects.visible().select_related("benchmark", "source").filter(public_id=public_id).first()
+        if run is None:
+            raise Http404(f"No published run {public_id}.")
+        return run
+
+    def _form(self, request: Request, run: Run) -> Any:
+        data = request.data
+        if not isinstance(data, dict):
+            raise ApiError("invalid", "The body must be a JSON object.")
+        unknown = sorted(set(data) - set(self.fields_map))
+        if unknown:
+            raise ApiError("invalid", f"Unknown field {unknown[0]!r}.", field=unknown[0])
+        form = self.form_class({self.fields_map[name]: value for name, value in data.items()}, run=run)
+        if not form.is_valid():
+            back = {form_name: api_name for api_name, form_name in self.fields_map.items()}
+            details = [
+                {"field": back.get(name), "message": str(message), "code": "invalid"}
+                for name, messages in form.errors.items()
+                for message in messages
+            ]
+            first = details[0]
+            error = ApiError("invalid", first["message"], field=first["field"])
+            error.details = details
+            raise error
+        return form
+
+    def _rate_limit(self, request: Request) -> None:
+        allowed, retry_after = ratelimit.check(request, ratelimit.SUBMISSIONS)
+        if not allowed:
+            from rest_framework.exceptions import Throttled
+
+            raise Throttled(wait=retry_after)
+
+
+class AttestationCreateView(_RunPostView):
+    fields_map = ATTESTATION_FIELDS
+    form_class = AttestationForm
+    serializer_class = serializers.ReceivedSerializer
+
+    @extend_schema(
+        summary="Add a reproduction or note",
+        description="Queued for moderation exactly like the web form; published once a moderator approves it.",
+        request=serializers.AttestationInputSerializer,
+        responses={201: serializers.ReceivedSerializer},
+    )
+    def post(self, request: Request, id: str) -> Response:  # noqa: A002 (the URL's name)
+        run = self._run(id)
+        self._rate_limit(request)
+        form = self._form(request, run)
+        try:
+            attestation = attestation_services.attestation_create(
+                run=run, author=request.user, client_key=client_key(request), **form.service_kwargs()
+            )
+        except DjangoValidationError as error:
+            raise ApiError("invalid", " ".join(error.messages)) from None
+        return Response(
+            {"reference": attestation.reference, "state": attestation.state, "run": run.public_id},
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class ReportCreateView(_RunPostView):
+    fields_map = REPORT_FIELDS
+    form_class = IssueReportForm
+    serializer_class = serializers.ReceivedSerializer
+
+    @extend_schema(
+        summary="Report an issue with a run",
+        description="Seen by moderators only, exactly like the web form's reports.",
+        request=serializers.ReportInputSerializer,
+        responses={201: serializers.ReceivedSerializer},
+    )
+    def post(self, request: Request, id: str) -> Response:  # noqa: A002
+        run = self._run(id)
+        self._rate_limit(request)
+        form = self._form(request, run)
+        try:
+            report = attestation_services.issue_report_create(
+                run=run, reporter=request.user, client_key=client_key(request), **form.service_kwargs()
+            )
+        except DjangoValidationError as error:
+            raise ApiError("invalid", " ".join(error.messages)) from None
+        return Response(
+            {"reference": report.reference, "state": report.state, "run": run.public_id},
+            status=status.HTTP_201_CREATED,
+        )
