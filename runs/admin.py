@@ -127,7 +127,11 @@ class RunAdmin(admin.ModelAdmin):
         return [name for fieldset in self.fieldsets for name in fieldset[1]["fields"]]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
-        return runs_with_moderation(super().get_queryset(request))
+        queryset = runs_with_moderation(super().get_queryset(request))
+        if request.resolver_match and request.resolver_match.url_name == "runs_run_changelist":
+            # A list row needs none of the (large) canonical document.
+            queryset = queryset.defer("document", "identity")
+        return queryset
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # runs enter only through imports
