@@ -15,7 +15,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 WIDTH = 640
 HEIGHT = 260
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 40
+LEFT, RIGHT, TOP, BOTTOM = 64, 16, 28, 40
 
 
 @dataclass
@@ -91,7 +91,7 @@ def metric_by_rank(points: Sequence[Point], *, title: str, y_label: str, fmt: Ca
             )
     body.append(
         f'<text class="label" x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">rank</text>'
-        f'<text class="label" x="14" y="{TOP + 4}" text-anchor="start">{escape(y_label)}</text>'
+        f'<text class="label" x="{LEFT}" y="14" text-anchor="start">{escape(y_label)}</text>'
     )
     desc = f"{len(points)} rows; {y_label} from {fmt(points[0].value)} (first) to {fmt(points[-1].value)} (last)."
     return _svg(title, desc, body)
@@ -129,10 +129,10 @@ def paired_latency(
                 f'<text class="tick" x="{x + bar:.1f}" y="{base + 16}" text-anchor="middle">{escape(str(i))}</text>'
             )
     body.append(
-        f'<rect class="bar a" x="{LEFT + 8}" y="{TOP}" width="10" height="10"/>'
-        f'<text class="legend" x="{LEFT + 22}" y="{TOP + 9}">{escape(names[0])}</text>'
-        f'<rect class="bar b" x="{LEFT + 8}" y="{TOP + 16}" width="10" height="10"/>'
-        f'<text class="legend" x="{LEFT + 22}" y="{TOP + 25}">{escape(names[1])}</text>'
+        f'<rect class="bar a" x="{LEFT}" y="4" width="10" height="10"/>'
+        f'<text class="legend" x="{LEFT + 14}" y="13">{escape(names[0])}</text>'
+        f'<rect class="bar b" x="{LEFT + 110}" y="4" width="10" height="10"/>'
+        f'<text class="legend" x="{LEFT + 124}" y="13">{escape(names[1])}</text>'
         f'<text class="label" x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">case</text>'
     )
     desc = f"Per-case latency of {names[0]} and {names[1]} over {len(rows)} cases, log scale."

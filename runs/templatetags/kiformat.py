@@ -130,3 +130,11 @@ def plain(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+@register.filter
+def submitter(run: Any) -> str:
+    """Who a run is by, as its page names it (the submitter, else its title's first part)."""
+    from runs.selectors import identity_labels
+
+    return identity_labels(run)["implementation"] or MISSING
