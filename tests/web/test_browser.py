@@ -44,7 +44,9 @@ A11Y_CHECK = """() => {
     for (const th of table.querySelectorAll('th')) if (!th.getAttribute('scope')) problems.push('th without scope');
   }
   for (const img of document.querySelectorAll('img')) if (!img.getAttribute('alt')) problems.push('img without alt');
-  for (const svg of document.querySelectorAll('svg')) if (!svg.querySelector('title')) problems.push('svg without title');
+  for (const svg of document.querySelectorAll('svg')) {
+    if (!svg.querySelector('title')) problems.push('svg without title');
+  }
   if (!document.documentElement.lang) problems.push('no lang');
   return problems;
 }"""
