@@ -14,6 +14,7 @@ from django.db.models import Count, F, Max, Q, QuerySet
 from django.http import Http404
 
 from runs.models import (
+    ELIGIBLE,
     Benchmark,
     ComparisonGroup,
     Environment,
@@ -231,6 +232,24 @@ SORTS = {
     "speedup": "avg_speedup",
     "observed": "observed_at",
 }
+
+
+_CONDITION_WORDS = {
+    ("status", "passed"): "the source marked it passed",
+    ("visibility", "published"): "it is published (neither hidden nor retracted)",
+    ("quarantined", False): "it is not quarantined",
+    ("is_reference", False): "it is not a reference row",
+}
+
+
+def eligibility_conditions() -> list[str]:
+    """The ranking's eligibility rule in words, read from the one rule (runs.models.ELIGIBLE),
+    so the page cannot drift from what ranking does."""
+    conditions = dict(ELIGIBLE.children)
+    words = [text for (lookup, value), text in _CONDITION_WORDS.items() if conditions.get(lookup, object()) == value]
+    known = {(lookup, value) for lookup, value in _CONDITION_WORDS}
+    words += [f"{lookup} is {value}" for lookup, value in conditions.items() if (lookup, value) not in known]
+    return words
 
 
 def group_get(key: str) -> ComparisonGroup:

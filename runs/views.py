@@ -148,6 +148,7 @@ def group_detail(request: HttpRequest, key: str) -> HttpResponse:
             "page": page,
             "rows": rows,
             "rule": rule,
+            "eligibility": selectors.eligibility_conditions(),
             "sort": sort,
             "show_all": show_all,
             "sort_links": _sort_links(request, sort, show_all),

@@ -45,7 +45,10 @@ def test_the_ranking_page_shows_the_board_as_published(client, board):
     assert body.count('<tr class="reference">') == 3
     rule = RankingRule(board.ranking_metric, board.ranking_direction, board.best_per)
     assert rule.description in text
-    assert "neither hidden, retracted nor quarantined" in text
+    assert (
+        "A run is eligible to rank when the source marked it passed, it is published (neither hidden nor "
+        "retracted), it is not quarantined, it is not a reference row." in text
+    )
     assert '<svg class="chart"' in body and "SOL score by rank" in body
     assert "<caption>" in body and 'scope="col"' in body and 'scope="row"' in body
     assert body.count("<h1") == 1

@@ -265,3 +265,20 @@ def test_it_shows_published_attestations_flags_and_quarantine(client):
     assert "Pending note" not in text and "private" not in text
     assert "Under review." in text and "Quarantined." in text and "Two correctness reports." in text
     assert "No attestations yet." not in text
+
+
+@pytest.mark.django_db
+def test_number_one_compares_with_number_two_and_a_lone_run_says_so(client):
+    run = import_reference_with_leaders()
+    leader = Run.objects.get(group=run.group, rank=1)
+    second = Run.objects.get(group=run.group, rank=2)
+    body = visible_text(client.get(f"/runs/{leader.public_id}/").content.decode())
+    assert "Compare with #2 →" in body
+    text = visible_text(client.get(f"/runs/{leader.public_id}/compare/").content.decode())
+    assert f"Compare run {leader.public_id} with {second.public_id}" in text
+    lone = import_bundles(
+        [sol_bundle(submission_id=5, username="alone", sol_score=0.7, latency_ms=0.03, gpu="NVIDIA H200")]
+    ).run_ids[0]
+    assert "Compare with" not in visible_text(client.get(f"/runs/{lone}/").content.decode())
+    text = visible_text(client.get(f"/runs/{lone}/compare/").content.decode())
+    assert "No other ranked run in this comparison group" in text

@@ -1,0 +1,49 @@
+"""The one set of number and date filters (runs/templatetags/kiformat.py)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta, timezone
+
+import pytest
+
+from runs.templatetags import kiformat
+
+
+@pytest.mark.parametrize(
+    ("ns", "shown"),
+    [
+        (18580, "18.6 µs"),  # the reference run: 18.58 µs, three significant digits
+        (194399.5, "194 µs"),
+        (3600, "3.6 µs"),
+        (950, "950 ns"),
+        (999.7, "1 µs"),  # rounds up into the next unit, never "1000 ns"
+        (999_999, "1 ms"),
+        (28_000_000, "28 ms"),
+        (1.5e9, "1.5 s"),
+        (0, "0 ns"),
+        (None, "—"),
+        (float("nan"), "—"),
+        ("not a number", "—"),
+    ],
+)
+def test_latency(ns, shown):
+    assert kiformat.latency(ns) == shown
+
+
+def test_ratio_score_and_dates():
+    assert kiformat.ratio(20.455) == "20.45×"
+    assert kiformat.ratio(None) == "—"
+    assert kiformat.score(0.988198) == "0.9882"
+    assert kiformat.score(True) == "—"
+    late = datetime(2026, 7, 24, 23, 30, tzinfo=timezone(timedelta(hours=-5)))
+    assert kiformat.isodate(late) == "2026-07-25"  # shown in UTC
+    assert kiformat.isodate(date(2026, 8, 24)) == "2026-08-24"
+    assert kiformat.isodatetime(datetime(2026, 7, 24, 2, 49, 25, tzinfo=UTC)) == "2026-07-24 02:49 UTC"
+    assert kiformat.isodate(None) == "—"
+
+
+def test_digests_and_plain_values():
+    digest = "sha256:6fa4f85da9b80839c97c94c18a0f459b639499a29d34959a080c5ac1bf870fb0"
+    assert kiformat.shortdigest(digest, 23) == "sha256:6fa4f85da9b80839c97c94c…"
+    assert kiformat.shortdigest(digest) == "sha256:6fa4f85da9b80839…"
+    assert kiformat.plain(16.0) == "16" and kiformat.plain(0.05) == "0.05" and kiformat.plain(None) == "—"
