@@ -79,7 +79,11 @@ class RunFilter(django_filters.FilterSet):
         field_name="observed_at", lookup_expr="lte", help_text="Observed at or before (ISO 8601)."
     )
     comparisonKey = django_filters.CharFilter(field_name="group__key", help_text="sha256:… of a comparison group.")
-    ranked = django_filters.BooleanFilter(field_name="rank", lookup_expr="isnull", exclude=True)
+    ranked = django_filters.ChoiceFilter(
+        choices=[("true", "true"), ("false", "false")],
+        method="filter_ranked",
+        help_text="true: only runs with a rank; false: only unranked runs.",
+    )
 
     class Meta:
         model = Run
@@ -93,6 +97,9 @@ class RunFilter(django_filters.FilterSet):
 
     def filter_project(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return queryset.filter(Q(implementation__project__slug=value) | Q(implementation__project__name=value))
+
+    def filter_ranked(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(rank__isnull=value != "true")
 
 
 class GroupFilter(django_filters.FilterSet):

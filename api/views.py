@@ -22,6 +22,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.generics import GenericAPIView
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import JSONParser
@@ -93,6 +94,10 @@ class ApiMixin:
         for name, values in request.query_params.lists():
             if "\x00" in name or any("\x00" in value for value in values):
                 raise ApiError("invalid", "Query parameters cannot contain NUL characters.", field=name)
+        # An unsupported method is 405 whoever asks (DRF would check the token first).
+        method = request.method.lower()
+        if method not in self.http_method_names or not hasattr(self, method):  # type: ignore[attr-defined]
+            raise MethodNotAllowed(request.method)
         super().initial(request, *args, **kwargs)  # type: ignore[misc]
 
 

@@ -127,7 +127,7 @@ def rerun_bundle(*, revision: str = "reference") -> dict[str, Any]:
     for index, line in enumerate(WORKLOAD_62.read_text().splitlines()):
         record = json.loads(line)
         cases.append({"index": index, "id": record["uuid"], "axes": record["axes"], "tolerance": record["tolerance"]})
-    return build_bundle(
+    bundle = build_bundle(
         definition_name="062_kv_cache_update_with_rope_backward",
         cases=cases,
         implementation={"revision": revision, "codeDigest": "sha256:" + "0" * 64},
@@ -138,6 +138,13 @@ def rerun_bundle(*, revision: str = "reference") -> dict[str, Any]:
         ],
         observed_at="2026-11-30T12:00:00.000Z",
     )
+    # The harness writes {"median": null} for a run with no timing; runs.manifests accepts only
+    # numbers there, so the null is left out (the run document is not declared anywhere, so no
+    # digest changes).
+    latency = bundle["run"]["spec"]["timing"]["latencyNs"]
+    for key in [key for key, value in latency.items() if value is None]:
+        del latency[key]
+    return bundle
 
 
 def submitter_bundle(*, submission_id: int = 900001, username: str = "TH3CHARLie | TileGym") -> dict[str, Any]:

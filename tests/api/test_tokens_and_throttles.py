@@ -1,0 +1,96 @@
+"""Tokens are issued and revoked in the admin, stored only as hashes; clients are throttled."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import pytest
+from django.contrib.messages import get_messages
+from django.test import Client
+
+from api.models import ApiToken
+from attestations.models import ModerationEvent
+from tests.api.conftest import auth
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_admin_shows_a_new_token_once_and_keeps_only_its_hash(staff: Any, alice: Any) -> None:
+    browser = Client()
+    browser.force_login(staff)
+    response = browser.post(
+        "/admin/api/apitoken/add/",
+        {"user": alice.pk, "name": "alice CI", "submitter_name": "TH3CHARLie | TileGym", "may_record_reruns": ""},
+    )
+    assert response.status_code == 302
+    shown = [str(m) for m in get_messages(response.wsgi_request)]
+    raw = re.search(r"\b(kit_[A-Za-z0-9_-]{20,})\b", " ".join(shown)).group(1)
+    token = ApiToken.objects.get()
+    assert token.key_hash == hashlib.sha256(raw.encode()).hexdigest()
+    assert raw not in repr(ApiToken.objects.values().get())
+    assert token.issued_by == staff and not token.may_record_reruns
+    assert ModerationEvent.objects.filter(action="api_token.issued", target_id=str(token.pk)).exists()
+    # The next page shows it (once); no later page shows the secret again.
+    assert raw in browser.get(response.url).content.decode()
+    page = browser.get(f"/admin/api/apitoken/{token.pk}/change/").content.decode()
+    assert raw not in page and token.key_prefix in page
+    # The token works until it is revoked in the admin.
+    api = Client()
+    assert api.get("/api/v1/runs/", **auth(raw)).status_code == 200
+    browser.post("/admin/api/apitoken/", {"action": "revoke", "_selected_action": [token.pk]})
+    token.refresh_from_db()
+    assert token.revoked_at is not None and "moderator" in token.revoked_reason
+    assert ModerationEvent.objects.filter(action="api_token.revoked", actor=staff).exists()
+    assert api.get("/api/v1/runs/", **auth(raw)).status_code == 401
+
+
+def test_tokens_cannot_be_deleted_in_the_admin(staff: Any, alice_token: str) -> None:
+    browser = Client()
+    browser.force_login(staff)
+    token = ApiToken.objects.get()
+    assert browser.get(f"/admin/api/apitoken/{token.pk}/delete/").status_code == 403
+
+
+def test_anonymous_clients_are_throttled_per_client(client: Any, settings: Any) -> None:
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "anon": "3/min"},
+    }
+    for _ in range(3):
+        assert client.get("/api/v1/sources/").status_code == 200
+    limited = client.get("/api/v1/sources/")
+    assert limited.status_code == 429
+    assert limited.json()["error"]["code"] == "throttled" and int(limited["Retry-After"]) >= 1
+    # A forged X-Forwarded-For does not make a new client (no trusted proxy is configured) ...
+    assert client.get("/api/v1/sources/", HTTP_X_FORWARDED_FOR="198.51.100.7").status_code == 429
+    # ... a different address does.
+    assert client.get("/api/v1/sources/", REMOTE_ADDR="198.51.100.7").status_code == 200
+
+
+def test_behind_a_trusted_proxy_the_forwarded_client_counts(client: Any, settings: Any) -> None:
+    settings.TRUSTED_PROXY_COUNT = 1
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "anon": "1/min"},
+    }
+    assert client.get("/api/v1/sources/", HTTP_X_FORWARDED_FOR="203.0.113.1").status_code == 200
+    assert client.get("/api/v1/sources/", HTTP_X_FORWARDED_FOR="203.0.113.1").status_code == 429
+    assert client.get("/api/v1/sources/", HTTP_X_FORWARDED_FOR="203.0.113.2").status_code == 200
+
+
+def test_a_token_has_its_own_budget(client: Any, settings: Any, alice_token: str) -> None:
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {
+            **settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"],
+            "anon": "1/min",
+            "token": "2/min",
+        },
+    }
+    assert client.get("/api/v1/sources/").status_code == 200
+    assert client.get("/api/v1/sources/").status_code == 429
+    assert client.get("/api/v1/sources/", **auth(alice_token)).status_code == 200
+    assert client.get("/api/v1/sources/", **auth(alice_token)).status_code == 200
+    assert client.get("/api/v1/sources/", **auth(alice_token)).status_code == 429
