@@ -8,12 +8,24 @@ three runs (synthetic numbers from tests.factories, for ranking effects).
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from runs.models import Run
-from tests.factories import import_bundles, reference_bundle, sol_group
+from tests.factories import REFERENCE_BUNDLE, REPO, import_bundles, reference_bundle, sol_group
 
 
 @pytest.fixture
@@ -106,3 +118,119 @@ def report_data(**overrides: object) -> dict[str, object]:
     }
     data.update(overrides)
     return data
+
+
+def wait_for_minute_room(seconds: float) -> None:
+    """Rate limits count per clock minute: start a burst only when it fits in this minute."""
+    left = 60 - time.time() % 60
+    if left < seconds:
+        time.sleep(left + 0.05)
+
+
+@pytest.fixture
+def minute_room() -> None:
+    wait_for_minute_room(5)
+
+
+# -- the site served by gunicorn, for real concurrency and the browser ---------------------------
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LiveSite:
+    """gunicorn (4 workers) on a temporary SQLite file: migrated, cache table created, the
+    reference bundle imported. ``manage()`` runs manage.py against the same database."""
+
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="ki-attest-"))
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": f"sqlite:///{self.folder / 'site.sqlite3'}",
+            "DJANGO_SETTINGS_MODULE": "kernelindex.settings",
+            "DEBUG": "1",
+            "TRUSTED_PROXY_COUNT": "0",
+            "RATE_LIMIT_PER_MINUTE": "5",
+            "RATE_LIMIT_PER_DAY": "50",
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.url = ""
+        self.run_id = ""
+        self.process: subprocess.Popen | None = None
+
+    def manage(self, *args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=REPO, env=self.env, capture_output=True, text=True, timeout=300
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stderr[-4000:]}")
+        return result.stdout
+
+    def shell(self, code: str) -> str:
+        return self.manage("shell", "-c", code).strip().splitlines()[-1]
+
+    def start(self) -> None:
+        port = _free_port()
+        self.log = open(self.folder / "gunicorn.log", "w")  # noqa: SIM115 - closed in stop()
+        gunicorn = Path(sys.executable).with_name("gunicorn")
+        self.process = subprocess.Popen(
+            [str(gunicorn), "kernelindex.wsgi", "-b", f"127.0.0.1:{port}", "-w", "4", "--timeout", "60"],
+            cwd=REPO,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited: {(self.folder / 'gunicorn.log').read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(self.url + "/", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("gunicorn did not answer within 30 s")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.log.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def live_site() -> Iterator[LiveSite]:
+    site = LiveSite()
+    try:
+        site.manage("migrate", "--noinput", "-v", "0")
+        site.manage("createcachetable")
+        site.manage("import", str(REFERENCE_BUNDLE))
+        site.run_id = site.shell("from runs.models import Run; print(Run.objects.get().public_id)")
+        site.start()
+        yield site
+    finally:
+        site.stop()
+
+
+@pytest.fixture
+def fresh_site(live_site: LiveSite) -> LiveSite:
+    """The live site with empty rate-limit counters and no attestations or reports."""
+    live_site.shell(
+        "from django.core.cache import cache; cache.clear(); "
+        "from attestations.models import Attestation, IssueReport, ModerationEvent; "
+        "ModerationEvent.objects.all().delete(); Attestation.objects.all().delete(); "
+        "IssueReport.objects.all().delete(); print('ok')"
+    )
+    return live_site
