@@ -216,6 +216,31 @@ class _Importer:
             self.benchmarks[key] = benchmark
         return self.benchmarks[key]
 
+    def prefetch_projects(self, names: Iterable[str]) -> None:
+        """Find or create the projects of a batch with a fixed number of queries."""
+        wanted = {name.strip() for name in names if name.strip()} - set(self.projects)
+        if not wanted:
+            return
+        for project in Project.objects.filter(name__in=wanted):
+            self.projects[project.name] = project
+        missing = sorted(wanted - set(self.projects))
+        if not missing:
+            return
+        slugs = {name: slugify(name)[:180] or canonical.sha256_hex(name.encode())[:12] for name in missing}
+        taken = set(Project.objects.filter(slug__in=set(slugs.values())).values_list("slug", flat=True))
+        new = []
+        for name in missing:
+            slug = slugs[name]
+            if slug in taken:
+                slug = f"{slug}-{canonical.sha256_hex(name.encode())[:6]}"
+            taken.add(slug)
+            new.append(Project(slug=slug, name=name))
+        Project.objects.bulk_create(new, batch_size=1000)
+        if any(project.pk is None for project in new):
+            new = list(Project.objects.filter(name__in=missing))
+        for project in new:
+            self.projects[project.name] = project
+
     def project(self, name: str) -> Project | None:
         name = name.strip()
         if not name:
@@ -277,15 +302,19 @@ class _Importer:
             wanted = {b.digests[role]: b for b in bundles if role in b.docs}
             # Declared documents the bundle does not carry may already be in the index.
             lookup = set(wanted) | {b.declared[role] for b in bundles if role in b.declared}
-            existing = {obj.digest: obj for obj in model.objects.filter(digest__in=lookup)}
-            new = []
-            for digest, bundle in wanted.items():
-                if digest in existing:
-                    continue
-                new.append(self._document_row(role, model, digest, bundle))
+            # Runs only need the row's pk and digest; the document text stays in the database.
+            columns = ("pk", "digest", "submitter") if role == "implementation" else ("pk", "digest")
+            existing = {obj.digest: obj for obj in model.objects.filter(digest__in=lookup).only(*columns)}
+            missing = [digest for digest in wanted if digest not in existing]
+            if role == "implementation" and missing:
+                self.prefetch_projects(str(wanted[digest].docs[role]["spec"].get("project", "")) for digest in missing)
+            new = [self._document_row(role, model, digest, wanted[digest]) for digest in missing]
             if new:
                 model.objects.bulk_create(new, batch_size=1000)
-                existing.update({obj.digest: obj for obj in model.objects.filter(digest__in=[o.digest for o in new])})
+                # bulk_create sets pks on PostgreSQL and SQLite ≥ 3.35; fetch them where it does not.
+                if any(obj.pk is None for obj in new):
+                    new = list(model.objects.filter(digest__in=[o.digest for o in new]).only(*columns))
+                existing.update({obj.digest: obj for obj in new})
             found[role] = existing
         return found
 

@@ -6,7 +6,6 @@ database → export is byte-identical.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
@@ -33,10 +32,10 @@ class Command(BaseCommand):
         parser.add_argument("--output", "-o", help="file to write (default: standard output)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        out = open(options["output"], "w", encoding="utf-8", newline="\n") if options["output"] else sys.stdout
-        try:
-            for line in export_lines():
-                out.write(line)
-        finally:
-            if options["output"]:
-                out.close()
+        if options["output"]:
+            with open(options["output"], "w", encoding="utf-8", newline="\n") as out:
+                for line in export_lines():
+                    out.write(line)
+            return
+        for line in export_lines():
+            self.stdout.write(line, ending="")
