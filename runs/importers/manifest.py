@@ -24,9 +24,12 @@ def parse(loaded: Loaded) -> Parsed:
     bundles: list[VerifiedBundle] = []
     for row, value in rows:
         try:
-            bundles.append(bundle_verify(value, origin=""))
+            bundle = bundle_verify(value, origin="")
         except ManifestError as error:
             raise ImportFailure(loaded.path, str(error), row=row) from None
+        # Errors found while writing (an unknown source…) name the file and row too.
+        bundle.origin = f"{loaded.path}, row {row}" if row else str(loaded.path)
+        bundles.append(bundle)
 
     def apply(options: dict[str, Any]) -> str:
         result = services.bundles_import(

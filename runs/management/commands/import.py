@@ -87,7 +87,14 @@ def apply_all(parsed: list[Parsed], options: dict[str, Any] | None = None) -> li
             if item.apply is None:
                 lines.append(f"{item.path}: {item.format}, {item.summary}")
             else:
-                lines.append(f"{item.path}: {item.format}, {item.apply(options or {})}")
+                try:
+                    summary = item.apply(options or {})
+                except ManifestError as error:
+                    message = str(error)
+                    if str(item.path) in message:
+                        raise
+                    raise ImportFailure(item.path, message) from None
+                lines.append(f"{item.path}: {item.format}, {summary}")
     return lines
 
 
