@@ -173,6 +173,8 @@ def compare(request: HttpRequest, public_id: str, other_id: str | None = None) -
         if other.group_id != run.group_id:
             context["differences"] = selectors.differing_dimensions(run.group, other.group)
         cases = selectors.compare_cases(run, other)
+        if not any(c.a_ns or c.b_ns for c in cases):
+            cases = []  # the workload's cases are known but neither run has per-case results
         context["cases"] = cases
         context["chart"] = charts.paired_latency(
             [(c.label, c.a_ns, c.b_ns) for c in cases],

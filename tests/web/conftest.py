@@ -1,7 +1,8 @@
 """Fixtures for the website tests.
 
 ``site_url`` serves the real site with gunicorn (2 workers) on a temporary SQLite file that
-``manage.py migrate`` and ``manage.py import`` filled, the way the README's one command does.
+``manage.py migrate``, ``createcachetable``, ``import data/`` and ``collectstatic`` prepared,
+with DEBUG off, the way ``scripts/serve`` does.
 ``site_manage`` runs any manage.py command against that same database (the attestation tests
 use it to create a moderator). Both are session-scoped; the database outlives every test.
 """
@@ -9,6 +10,7 @@ use it to create a moderator). Both are session-scoped; the database outlives ev
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -39,12 +41,20 @@ class SiteDatabase:
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="ki-site-"))
         self.path = self.folder / "site.sqlite3"
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
         self.env = {
             **os.environ,
             "DATABASE_URL": f"sqlite:///{self.path}",
             "DJANGO_SETTINGS_MODULE": "kernelindex.settings",
-            "DEBUG": os.environ.get("SITE_DEBUG", "1"),
-            "SITE_URL": "http://127.0.0.1",
+            # As in production (scripts/serve): DEBUG off, so 404s are the site's own page.
+            "DEBUG": "0",
+            "SECRET_KEY": secrets.token_urlsafe(50),
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "SITE_URL": self.url,
+            # Plain HTTP on this machine: Secure cookies would never come back.
+            "SESSION_COOKIE_SECURE": "0",
+            "CSRF_COOKIE_SECURE": "0",
             "PYTHONUNBUFFERED": "1",
         }
         self.imported = ""
@@ -79,7 +89,10 @@ def _import_data(db: SiteDatabase) -> str:
 def site_database() -> Iterator[SiteDatabase]:
     db = SiteDatabase()
     db.manage("migrate", "--noinput", "-v", "0")
+    db.manage("createcachetable")
     db.imported = _import_data(db)
+    # DEBUG off serves hashed static files through whitenoise: collect them (into STATIC_ROOT).
+    db.manage("collectstatic", "--noinput", "-v", "0")
     yield db
     shutil.rmtree(db.folder, ignore_errors=True)
 
@@ -94,7 +107,7 @@ def site_manage(site_database: SiteDatabase) -> Callable[..., subprocess.Complet
 def site_url(site_database: SiteDatabase) -> Iterator[str]:
     """Base URL (no trailing slash) of gunicorn serving the site on the session database."""
     gunicorn = Path(sys.executable).with_name("gunicorn")
-    port = _free_port()
+    port = site_database.port
     log = open(site_database.folder / "gunicorn.log", "w")  # noqa: SIM115 - closed below
     process = subprocess.Popen(
         [str(gunicorn), "kernelindex.wsgi", "-b", f"127.0.0.1:{port}", "-w", "2", "--timeout", "60"],
@@ -103,7 +116,7 @@ def site_url(site_database: SiteDatabase) -> Iterator[str]:
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    url = f"http://127.0.0.1:{port}"
+    url = site_database.url
     deadline = time.monotonic() + 30
     try:
         while True:

@@ -168,3 +168,34 @@ def test_a_visitor_walks_from_home_to_the_json_without_javascript(browser, walk_
 
 def test_the_same_walk_at_375_px_fits_the_screen_and_passes_the_accessibility_check(browser, walk_site):
     walk(browser, walk_site, width=375, javascript=True)
+
+
+LIST_URLS = """
+from runs.models import ComparisonGroup, Environment, Project, Run, Source
+urls = [s.get_absolute_url() for s in Source.objects.all()]
+urls += [Project.objects.order_by("name").first().get_absolute_url()]
+urls += [e.get_absolute_url() for e in Environment.objects.all()[:3]]
+urls += [g.get_absolute_url() + "?show=all" for g in ComparisonGroup.objects.order_by("-pk")[:3]]
+urls += [r.get_absolute_url() for r in Run.objects.order_by("group__family", "pk").distinct()[:1]]
+urls += [Run.objects.filter(group__family=f).first().get_absolute_url() for f in
+         ("sol_execbench_trace", "kernelbench_timing", "sol_execbench_leaderboard")]
+a = Run.objects.filter(group__family="sol_execbench_leaderboard", rank=1).first()
+b = Run.objects.filter(group__family="sol_execbench_trace").first()
+urls += [f"/runs/{a.public_id}/compare/{b.public_id}/", "/search/?q=nothing-matches-this", "/runs/0000beef/"]
+print("\\n".join(urls))
+"""
+
+
+def test_every_other_page_fits_375_px_and_passes_the_accessibility_check(browser, walk_site, site_manage):
+    urls = [line for line in site_manage("shell", "-c", LIST_URLS).stdout.split() if line.startswith("/")]
+    assert len(urls) >= 10
+    context = browser.new_context(viewport={"width": 375, "height": 900})
+    page = context.new_page()
+    for number, url in enumerate(urls, start=1):
+        response = page.goto(walk_site + url)
+        assert response.status in (200, 404), url
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 375, f"{url}: page is {width}px wide at 375px"
+        assert page.evaluate(A11Y_CHECK) == [], url
+        page.screenshot(path=str(ARTIFACTS / f"pages-375px-{number:02d}.png"), full_page=True)
+    context.close()
