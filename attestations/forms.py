@@ -80,7 +80,9 @@ class SubmissionForm(forms.Form):
 
 
 class AttestationForm(SubmissionForm):
-    kind = forms.ChoiceField(choices=AttestationKind.choices, initial=AttestationKind.REPRODUCTION)
+    kind = forms.ChoiceField(
+        choices=AttestationKind.choices, initial=AttestationKind.REPRODUCTION, widget=forms.RadioSelect
+    )
     measured_value = forms.FloatField(
         required=False, min_value=0, max_value=1e15, help_text="Your measurement of the primary statistic."
     )

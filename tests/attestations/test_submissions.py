@@ -35,6 +35,7 @@ def test_it_shows_the_form_with_the_runs_own_value(anon_client, run, django_asse
     assert "18.6 µs mean" in html
     assert 'name="csrfmiddlewaretoken"' in html
     assert 'name="website"' in html  # the honeypot is there, hidden
+    assert 'type="radio" name="kind" value="reproduction"' in html
 
 
 def test_it_stores_an_anonymous_reproduction_as_a_verifiable_document(anon_client, run):
