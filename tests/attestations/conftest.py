@@ -16,8 +16,9 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -210,9 +211,33 @@ class LiveSite:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def _live_postgres(site: LiveSite) -> Callable[[], None] | None:
+    """On the PostgreSQL test run, serve from a fresh database of our own next to pytest's."""
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith(("postgres://", "postgresql://")):
+        return None
+    import psycopg
+
+    parts = urllib.parse.urlsplit(url)
+    name = f"{parts.path.lstrip('/') or 'kernelindex'}_attest_live"
+    admin_url = urllib.parse.urlunsplit(parts._replace(scheme="postgresql", path="/postgres"))
+
+    def execute(sql: str) -> None:
+        with psycopg.connect(admin_url, autocommit=True) as connection:
+            connection.execute(sql)
+
+    execute(f'DROP DATABASE IF EXISTS "{name}"')
+    execute(f'CREATE DATABASE "{name}"')
+    site.env["DATABASE_URL"] = urllib.parse.urlunsplit(parts._replace(path=f"/{name}"))
+    return lambda: execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture(scope="session")
 def live_site() -> Iterator[LiveSite]:
+    """The SQLite file by default; on the PostgreSQL run a PostgreSQL database, so the atomic
+    counter is tested under both (BEGIN IMMEDIATE and SELECT … FOR UPDATE)."""
     site = LiveSite()
+    drop = _live_postgres(site)
     try:
         site.manage("migrate", "--noinput", "-v", "0")
         site.manage("createcachetable")
@@ -222,6 +247,8 @@ def live_site() -> Iterator[LiveSite]:
         yield site
     finally:
         site.stop()
+        if drop is not None:
+            drop()
 
 
 @pytest.fixture
