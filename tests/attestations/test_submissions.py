@@ -278,3 +278,30 @@ def test_the_forms_take_json_data(run):
     assert not bad.is_valid() and "text" in bad.errors
     report = IssueReportForm({"category": "duplicate", "description": {"not": "text"}}, run=run)
     assert not report.is_valid() and "description" in report.errors
+
+
+def test_published_attestations_cost_the_run_page_no_extra_queries(client, run, mod):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def publish(n: int) -> None:
+        for index in range(n):
+            attestation = services.attestation_create(
+                run=run, kind="reproduction", measured_value=19.0 + index, measured_unit="µs",
+                measured_statistic="mean", cases_reproduced=16, cases_matched=16, gpu_product="NVIDIA B200",
+                command="make bench", client_key=f"c:{index}",
+            )  # fmt: skip
+            services.attestation_approve(attestation=attestation, actor=mod)
+        report = services.issue_report_create(run=run, category="other", description="A note for moderators.")
+        services.report_publish_flag(report=report, actor=mod, public_summary=f"flag {n}")
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(run.get_absolute_url()).status_code == 200
+        return len(captured)
+
+    publish(2)
+    few = count()
+    publish(20)
+    assert count() == few
+    assert client.get(run.get_absolute_url()).content.decode().count("reviewed by moderators") == 22
