@@ -2,7 +2,10 @@
 
 SPEC is one of
   reference            the definition's own reference ``run``
-  torch-compile        ``torch.compile`` of the reference ``run``
+  torch-compile        ``torch.compile`` of the reference ``run`` (default inductor settings)
+  torch-compile-eager-numerics
+                       the same with inductor's ``emulate_precision_casts`` (rounds
+                       low-precision intermediates as eager PyTorch does)
   baseline:KERNEL_JSON the scoring baseline source of a SOL-ExecBench kernel file
                        (field ``response.data.baseline``)
   PATH.json            a solution in SOL-ExecBench's solution format
@@ -88,11 +91,16 @@ def _baseline_source(kernel_json: dict) -> tuple[str, str | None]:
 
 
 def resolve_implementation(spec: str, definition: Definition) -> Implementation:
-    if spec in ("reference", "torch-compile"):
-        compiled = spec == "torch-compile"
+    if spec in ("reference", "torch-compile", "torch-compile-eager-numerics"):
+        compiled = spec != "reference"
+        extra: dict = {}
+        if compiled:
+            extra = {"torchCompile": {"mode": "default", "dynamic": None}}
+        if spec == "torch-compile-eager-numerics":
+            extra["torchCompile"]["inductorConfig"] = {"emulate_precision_casts": True}
         return Implementation(
             spec=spec,
-            kind=spec,
+            kind="reference" if spec == "reference" else "torch-compile",
             revision=spec,
             name=spec,
             languages=["pytorch"],
@@ -100,7 +108,7 @@ def resolve_implementation(spec: str, definition: Definition) -> Implementation:
             entry_file="reference.py",
             entry_function="run",
             compile=compiled,
-            extra={"torchCompile": {"mode": "default", "dynamic": None}} if compiled else {},
+            extra=extra,
         )
     if spec.startswith("baseline:"):
         path = Path(spec.split(":", 1)[1])

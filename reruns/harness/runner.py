@@ -21,6 +21,7 @@ from .definition import load_definition, load_workload
 from .implementation import ImplementationError, resolve_implementation
 from .manifest import DEFAULT_SETTINGS, build_bundle
 
+BUILTIN_SPECS = ("reference", "torch-compile", "torch-compile-eager-numerics")
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding reruns/
 
 _SEVERITY = {st.PASSED: 0, st.INCORRECT_NUMERICAL: 1, st.INCORRECT_DTYPE: 2,
@@ -172,6 +173,9 @@ def run_trial(base_cfg: dict, trial: int, case_indices: list[int], workdir: Path
         if proc.poll() is None:
             _kill(proc)
     info["wallSeconds"] = round(time.monotonic() - started, 3)
+    (workdir / f"trial{trial}-results.json").write_text(
+        json.dumps({"results": results, "info": info, "environment": environment}, indent=1),
+        encoding="utf-8")
     return {"results": results, "environment": environment, "info": info}
 
 
@@ -262,7 +266,7 @@ def run_rerun(definition_dir: str, solution: str, *, trials: int = 3, iterations
     }
     if solution.startswith("baseline:"):
         base_cfg["solution"] = "baseline:" + str(Path(solution.split(":", 1)[1]).resolve())
-    elif solution not in ("reference", "torch-compile") and Path(solution).exists():
+    elif solution not in BUILTIN_SPECS and Path(solution).exists():
         base_cfg["solution"] = str(Path(solution).resolve())
     startup = startup_timeout if startup_timeout is not None else 180.0 + warmup_seconds
 
@@ -297,6 +301,6 @@ def run_rerun(definition_dir: str, solution: str, *, trials: int = 3, iterations
 def _solution_label(solution: str) -> str:
     if solution.startswith("baseline:"):
         return "baseline:" + Path(solution.split(":", 1)[1]).name
-    if solution in ("reference", "torch-compile"):
+    if solution in BUILTIN_SPECS:
         return solution
     return Path(solution).name

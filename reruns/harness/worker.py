@@ -175,16 +175,20 @@ class L2Flusher:
         self.buffer.zero_()
 
 
-def steady_clocks(torch, device, seconds: float) -> float:
-    """Busy GPU work for `seconds` so clocks leave their idle state (read, never set)."""
+def steady_clocks(torch, device, seconds: float, flusher=None) -> float:
+    """Busy GPU work for `seconds` so clocks leave their idle state (read, never set).
+
+    The work is memory-bound (rewriting the L2-flush buffer), like most kernels timed here:
+    tensor-core work would run into the power limit and leave the clocks throttled.
+    """
     if seconds <= 0 or device.type != "cuda":
         return 0.0
-    a = torch.randn(4096, 4096, dtype=torch.bfloat16, device=device)
-    b = torch.randn(4096, 4096, dtype=torch.bfloat16, device=device)
+    buf = flusher.buffer if flusher is not None else torch.empty(
+        64 * 1024 * 1024, dtype=torch.int32, device=device)
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
-        for _ in range(8):
-            a @ b
+        for _ in range(20):
+            buf.add_(1)
         torch.cuda.synchronize(device)
     return time.perf_counter() - start
 
@@ -340,7 +344,8 @@ class CaseRunner:
         _sync(torch, device)
         shield = 0
         if cfg.get("launchShield", True) and hasattr(torch.cuda, "_sleep"):
-            shield = int(min(2.0 * host_us + 20.0, 20000.0) * 2000)  # ~cycles at <= 2 GHz
+            # at least 0.5 ms, 3x the host enqueue time of one call (cycles at <= 2 GHz)
+            shield = int(min(max(3.0 * host_us + 100.0, 500.0), 20000.0) * 2000)
 
         total = warm + iterations
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(total)]
@@ -434,7 +439,9 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(cfg["workdir"])
     workdir.mkdir(parents=True, exist_ok=True)
 
-    warm_s = steady_clocks(torch, device, float(cfg.get("warmupSeconds", 0)))
+    nbytes = int(cfg.get("l2FlushBytes", 256 * 1024 * 1024))
+    flusher = L2Flusher(torch, device, nbytes) if device.type == "cuda" else None
+    warm_s = steady_clocks(torch, device, float(cfg.get("warmupSeconds", 0)), flusher)
     send({"type": "hello", "pid": os.getpid(), "environment": environment,
           "warmupSecondsDone": round(warm_s, 3),
           "clocks": probe.clocks() if probe else None})
@@ -455,6 +462,10 @@ def main(argv: list[str] | None = None) -> int:
             impl_run = getattr(module, impl.entry_function)
         if impl.compile:
             import torch._dynamo
+            import torch._inductor.config as inductor_config
+
+            for key, value in (impl.extra.get("torchCompile", {}).get("inductorConfig") or {}).items():
+                setattr(inductor_config, key, value)
 
             for attr in ("recompile_limit", "cache_size_limit"):
                 if hasattr(torch._dynamo.config, attr):
@@ -464,8 +475,6 @@ def main(argv: list[str] | None = None) -> int:
         send({"type": "fatal", "status": st.COMPILE_ERROR, "detail": _exc_detail(exc)})
         return 0
 
-    nbytes = int(cfg.get("l2FlushBytes", 256 * 1024 * 1024))
-    flusher = L2Flusher(torch, device, nbytes) if device.type == "cuda" else None
     runner = CaseRunner(torch, cfg, definition, impl, ref_run, impl_run, ref_module, device,
                         flusher)
     no_graph = set(cfg.get("noGraph") or [])
