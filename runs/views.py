@@ -249,6 +249,7 @@ def search(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"q": query, "submitter": submitter, "results": selectors.search(query)}
     if submitter:
         context["submitter_page"] = selectors.paginate(selectors.submitter_runs(submitter), request.GET.get("page"))
+        context["submitter_query"] = urlencode({"submitter": submitter})
     context["has_results"] = any(context["results"].values())
     return render(request, "runs/search.html", context)
 

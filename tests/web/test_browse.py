@@ -3,6 +3,7 @@ reference bundle (data/)."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -115,3 +116,25 @@ def test_environment_page_lists_its_runs(client, board):
     run = Run.objects.get(group=board, rank=1)
     body = client.get(run.environment.get_absolute_url()).content.decode()
     assert "NVIDIA B200 (sm_100)" in visible_text(body) and run.public_id in body
+
+
+def test_every_json_twin_link_answers_json(client, board):
+    run = Run.objects.get(group=board, rank=1)
+    pages = [
+        "/",
+        "/sources/sol-execbench/",
+        board.benchmark.get_absolute_url(),
+        board.get_absolute_url(),
+        run.environment.get_absolute_url(),
+        f"/search/?submitter={run.submitter.replace(' ', '+')}",
+    ]
+    twins = set()
+    for url in pages:
+        body = client.get(url).content.decode()
+        found = {html.unescape(href) for href in re.findall(r'href="(/api/v1/[^"]*)"', body)}
+        assert found, f"{url} links no JSON twin"
+        twins |= found
+    for twin in sorted(twins):
+        response = client.get(twin)
+        assert response.status_code == 200, twin
+        assert response["Content-Type"].startswith("application/json"), twin
