@@ -244,8 +244,9 @@ def environment_detail(request: HttpRequest, digest: str) -> HttpResponse:
 def search(request: HttpRequest) -> HttpResponse:
     """4 queries for a query (benchmarks, submitters, projects, GPUs), 0 for none; with
     ?submitter= the runs of one submitter (2 queries)."""
-    query = request.GET.get("q", "").strip()[:200]
-    submitter = request.GET.get("submitter", "").strip()[:300]
+    # NUL cannot be in a PostgreSQL string literal; it matches nothing anyway.
+    query = request.GET.get("q", "").replace("\x00", "").strip()[:200]
+    submitter = request.GET.get("submitter", "").replace("\x00", "").strip()[:300]
     context: dict[str, Any] = {"q": query, "submitter": submitter, "results": selectors.search(query)}
     if submitter:
         context["submitter_page"] = selectors.paginate(selectors.submitter_runs(submitter), request.GET.get("page"))

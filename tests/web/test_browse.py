@@ -138,3 +138,19 @@ def test_every_json_twin_link_answers_json(client, board):
         response = client.get(twin)
         assert response.status_code == 200, twin
         assert response["Content-Type"].startswith("application/json"), twin
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/search/?q=%00",
+        "/search/?submitter=%00x",
+        "/search/?q=" + "a" * 5000,
+        "/search/?q=%25_%5C",
+        "/groups/{key}/?page=abc&sort=%00",
+        "/groups/{key}/?page=-1&show=nonsense",
+        "/sources/sol-execbench/?page=99999",
+    ],
+)
+def test_bad_input_never_breaks_a_page(client, board, url):
+    assert client.get(url.format(key=board.key)).status_code == 200
