@@ -95,3 +95,35 @@ def test_long_lists_are_paginated(client, group_runs):
     assert shown == min(len(group_runs), 100)
     if len(group_runs) > 100:
         assert "page 1 of 10" in body and 'rel="next"' in body
+
+
+def test_attestations_and_flags_cost_no_query_per_item(client, group_runs, django_assert_num_queries):
+    from attestations.models import Attestation, AttestationKind, AttestationState, IssueReport, ReportState
+
+    run = group_runs[len(group_runs) // 2]
+    for i in range(5):
+        Attestation.objects.create(
+            run=run,
+            kind=AttestationKind.REPRODUCTION,
+            state=AttestationState.PUBLISHED,
+            digest=f"sha256:{i:064x}",
+            reference=f"A-QUERIES-{i}",
+            document="{}",
+            measured_value=20.1 + i,
+            measured_unit="us",
+            measured_statistic="mean",
+            cases_reproduced=16,
+            cases_matched=16,
+        )
+        IssueReport.objects.create(
+            run=run,
+            reference=f"R-QUERIES-{i}",
+            category="incorrect_data",
+            description="private",
+            state=ReportState.FLAGGED,
+            public_summary=f"Flag {i}",
+        )
+    # run, #1 of its group, published attestations, published flags
+    with django_assert_num_queries(4):
+        body = client.get(f"/runs/{run.public_id}/").content.decode()
+    assert body.count("reviewed by moderators") == 5 and "Flag 4" in body
