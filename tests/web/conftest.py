@@ -5,6 +5,8 @@
 with DEBUG off, the way ``scripts/serve`` does.
 ``site_manage`` runs any manage.py command against that same database (the attestation tests
 use it to create a moderator). Both are session-scoped; the database outlives every test.
+Tests in another folder reuse them by importing them into their own conftest.py:
+``from tests.web.conftest import site_database, site_manage, site_url  # noqa: F401``.
 """
 
 from __future__ import annotations
