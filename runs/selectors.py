@@ -6,6 +6,7 @@ of a group; long lists are paginated or capped here, never in templates.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,9 +109,10 @@ _BASELINE_KEYS = (
 _SOL_KEYS = (("solNs", "speedOfLightNs", "solLatencyNs"), ("solMs", "sol_ms"))
 
 
-def case_rows(run: Run, workload: Workload | None) -> list[CaseRow]:
-    """The workload's cases joined with the run's per-case results (by id, else by index)."""
-    run_cases = [c for c in run.spec.get("cases", []) if isinstance(c, dict)]
+def case_rows(run: Run | None, workload: Workload | None) -> list[CaseRow]:
+    """The workload's cases joined with the run's per-case results (by id, else by index);
+    without a run, the workload's cases alone."""
+    run_cases = [c for c in run.spec.get("cases", []) if isinstance(c, dict)] if run is not None else []
     by_id = {str(c["id"]): c for c in run_cases if c.get("id") is not None}
     by_index = {c["index"]: c for c in run_cases if c.get("index") is not None}
     source = workload.cases if workload is not None else run_cases
@@ -461,8 +463,6 @@ _DIMENSIONS = (
 
 def differing_dimensions(a: ComparisonGroup, b: ComparisonGroup) -> list[tuple[str, str, str]]:
     """(dimension, value of a, value of b) for every part of the comparison key that differs."""
-    import json
-
     doc_a, doc_b = json.loads(a.key_document), json.loads(b.key_document)
 
     def part(doc: dict[str, Any], path: str) -> str:

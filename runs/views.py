@@ -197,7 +197,7 @@ def benchmark_detail(request: HttpRequest, source: str, native_id: str) -> HttpR
             "benchmark": benchmark,
             "groups": selectors.benchmark_groups(benchmark),
             "top_n": selectors.TOP_PER_GROUP,
-            "cases": selectors.case_rows(Run(document="{}"), benchmark.workload) if benchmark.workload else [],
+            "cases": selectors.case_rows(None, benchmark.workload),
         },
     )
 
