@@ -6,11 +6,13 @@ number beyond a column) are refused here with a 400 naming the parameter.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 import django_filters
 from django import forms
+from django.core.validators import ProhibitNullCharactersValidator
 from django.db.models import Q, QuerySet
 
 from attestations.models import Attestation, AttestationKind
@@ -27,24 +29,71 @@ from runs.models import (
     Workload,
 )
 
-MAX_INT32 = 2**31 - 1
+_LEAP_SECOND = re.compile(r"(T\d\d:\d\d:)60(?:[.,]\d+)?")
 
 
 class SafeDateTimeField(forms.DateTimeField):
-    """A date or ISO 8601 date-time (naive = UTC) that converts to UTC without overflowing."""
+    """A date or ISO 8601 date-time (naive = UTC), converted to UTC.
+
+    A valid date-time whose UTC value falls outside the years 1–9999 (0001-01-01T00:00+01:00)
+    is clamped to the nearest representable instant: as a bound on observedAt that filters
+    exactly the same runs, and no database is asked to hold the unrepresentable value."""
 
     def to_python(self, value: Any) -> datetime | None:
+        if isinstance(value, str):
+            # RFC 3339 allows a lower-case "t" and "z", and a leap second (":60").
+            value = value.strip().upper()
+            value = _LEAP_SECOND.sub(r"\g<1>59.999999", value)
         result = super().to_python(value)
         if result is None:
             return None
+        if result.tzinfo is None:
+            return result.replace(tzinfo=UTC)
         try:
-            return result.astimezone(UTC) if result.tzinfo else result.replace(tzinfo=UTC)
-        except (OverflowError, ValueError):
-            raise forms.ValidationError("This date is out of range.", code="invalid") from None
+            return result.astimezone(UTC)
+        except OverflowError:
+            offset = result.utcoffset()
+            early = offset is not None and offset.total_seconds() > 0
+            return datetime.min.replace(tzinfo=UTC) if early else datetime.max.replace(tzinfo=UTC)
 
 
 class SafeDateTimeFilter(django_filters.DateTimeFilter):
     field_class = SafeDateTimeField
+
+
+class ApiFilterSet(django_filters.FilterSet):
+    """What every API FilterSet shares.
+
+    - A choice or date parameter given with an empty value is an error (the schema says it is an
+      enum or a date-time), not "no filter".
+    - A text value containing NUL matches nothing: no stored name contains NUL, and PostgreSQL
+      text could not hold one, so the query is answered empty without asking the database.
+    """
+
+    STRICT = (django_filters.ChoiceFilter, django_filters.DateTimeFilter)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Django's form fields refuse NUL (400); here it is valid text that matches nothing.
+        for declared in self.filters.values():
+            declared.field.validators = [
+                validator
+                for validator in declared.field.validators
+                if not isinstance(validator, ProhibitNullCharactersValidator)
+            ]
+
+    def is_valid(self) -> bool:
+        valid = super().is_valid()
+        for name, declared in self.filters.items():
+            if isinstance(declared, self.STRICT) and name in self.data and self.data.get(name) == "":
+                self.form.add_error(name, forms.ValidationError("Give a value or leave the parameter out.", "blank"))
+                valid = False
+        return valid
+
+    def filter_queryset(self, queryset: QuerySet) -> QuerySet:
+        if any("\x00" in str(value) for value in self.form.cleaned_data.values() if isinstance(value, str)):
+            return queryset.none()
+        return super().filter_queryset(queryset)
 
 
 def _benchmark_q(prefix: str, value: str) -> Q:
@@ -56,7 +105,7 @@ def _benchmark_q(prefix: str, value: str) -> Q:
     return condition
 
 
-class RunFilter(django_filters.FilterSet):
+class RunFilter(ApiFilterSet):
     source = django_filters.CharFilter(field_name="source__slug", help_text="Source slug, e.g. sol-execbench.")
     benchmark = django_filters.CharFilter(
         method="filter_benchmark", help_text="Benchmark native id (062_kv_cache_update_with_rope_backward) or number."
@@ -102,7 +151,7 @@ class RunFilter(django_filters.FilterSet):
         return queryset.filter(rank__isnull=value != "true")
 
 
-class GroupFilter(django_filters.FilterSet):
+class GroupFilter(ApiFilterSet):
     source = django_filters.CharFilter(field_name="source__slug")
     benchmark = django_filters.CharFilter(method="filter_benchmark")
     gpu = django_filters.CharFilter(method="filter_gpu")
@@ -121,7 +170,7 @@ class GroupFilter(django_filters.FilterSet):
         return queryset.filter(hardware_product=ranking.normalise_product(value))
 
 
-class BenchmarkFilter(django_filters.FilterSet):
+class BenchmarkFilter(ApiFilterSet):
     source = django_filters.CharFilter(field_name="source__slug")
     collection = django_filters.CharFilter(field_name="collection")
     nativeId = django_filters.CharFilter(method="filter_native_id", help_text="Native id or number.")
@@ -134,7 +183,7 @@ class BenchmarkFilter(django_filters.FilterSet):
         return queryset.filter(_benchmark_q("", value))
 
 
-class ProtocolFilter(django_filters.FilterSet):
+class ProtocolFilter(ApiFilterSet):
     family = django_filters.CharFilter(field_name="family")
     harness = django_filters.CharFilter(field_name="harness_name")
     harnessVersion = django_filters.CharFilter(field_name="harness_version")
@@ -144,7 +193,7 @@ class ProtocolFilter(django_filters.FilterSet):
         fields: list[str] = []
 
 
-class EnvironmentFilter(django_filters.FilterSet):
+class EnvironmentFilter(ApiFilterSet):
     gpu = django_filters.CharFilter(method="filter_gpu")
     architecture = django_filters.CharFilter(field_name="architecture")
 
@@ -156,7 +205,7 @@ class EnvironmentFilter(django_filters.FilterSet):
         return queryset.filter(product=ranking.normalise_product(value))
 
 
-class WorkloadFilter(django_filters.FilterSet):
+class WorkloadFilter(ApiFilterSet):
     source = django_filters.CharFilter(field_name="benchmark__source__slug")
     benchmark = django_filters.CharFilter(method="filter_benchmark")
 
@@ -168,7 +217,7 @@ class WorkloadFilter(django_filters.FilterSet):
         return queryset.filter(_benchmark_q("benchmark__", value))
 
 
-class ImplementationFilter(django_filters.FilterSet):
+class ImplementationFilter(ApiFilterSet):
     project = django_filters.CharFilter(method="filter_project")
     submitter = django_filters.CharFilter(field_name="submitter")
 
@@ -180,7 +229,7 @@ class ImplementationFilter(django_filters.FilterSet):
         return queryset.filter(Q(project__slug=value) | Q(project__name=value))
 
 
-class AttestationFilter(django_filters.FilterSet):
+class AttestationFilter(ApiFilterSet):
     run = django_filters.CharFilter(field_name="run__public_id", help_text="Public id of the run.")
     kind = django_filters.ChoiceFilter(choices=AttestationKind.choices)
 

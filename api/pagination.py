@@ -86,7 +86,7 @@ class KeysetPagination(BasePagination):
 
     def _limit(self, request: Request) -> int:
         raw = request.query_params.get(self.limit_param)
-        if raw is None or raw == "":
+        if raw is None:
             return self.page_size
         if not raw.isdigit() or not 1 <= int(raw) <= self.max_page_size:
             raise ApiError(
@@ -109,10 +109,12 @@ class KeysetPagination(BasePagination):
             decoded = [_decode_value(value, key.kind) for value, key in zip(values, keys, strict=True)]
             return decoded, bool(data.get("r", False))
         except (ValueError, KeyError, TypeError, UnicodeError, binascii.Error):
+            # 404 like DRF's own cursor pagination: the page this cursor names does not exist.
             raise ApiError(
                 "invalid_cursor",
                 "This cursor is not one the API handed out for this ordering; start again without it.",
                 field=self.cursor_param,
+                status_code=404,
             ) from None
 
     def _make_cursor(self, ordering: str, keys: list[Key], row: Any, reverse: bool) -> str:

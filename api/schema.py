@@ -41,7 +41,7 @@ DESCRIPTIONS = {
     "400": "Invalid input; `error.field` names the parameter or body field.",
     "401": "Missing, unknown or revoked token.",
     "403": "The token may not do this.",
-    "404": "No such object.",
+    "404": "No such object (or no such page: an unknown cursor).",
     "406": "Not acceptable.",
     "409": "Conflicts with a run the index already holds.",
     "413": "The request body is too large.",
@@ -57,9 +57,8 @@ def add_error_responses(result: dict[str, Any], generator: Any, request: Any, pu
             if method not in {"get", "post", "put", "patch", "delete"}:
                 continue
             responses = operation.setdefault("responses", {})
-            codes = ["400", "401", "406", "429"]
-            if "{" in path:
-                codes.append("404")
+            # 404: an unknown object in the path, or a cursor the API never handed out.
+            codes = ["400", "401", "404", "406", "429"]
             if method == "post":
                 codes += ["403", "409", "413", "415"]
             for code in codes:

@@ -90,10 +90,10 @@ class ApiMixin:
     metadata_class = None  # OPTIONS answers 405 (CORS preflights are answered by the middleware)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        # PostgreSQL text cannot hold NUL; refuse it before it reaches a query.
-        for name, values in request.query_params.lists():
-            if "\x00" in name or any("\x00" in value for value in values):
-                raise ApiError("invalid", "Query parameters cannot contain NUL characters.", field=name)
+        # No stored id, key or digest contains NUL (PostgreSQL text cannot even hold one), so
+        # such a path names nothing: answer 404 before it reaches a query.
+        if any("\x00" in str(value) for value in kwargs.values()):
+            raise Http404("No object has this identifier.")
         # An unsupported method is 405 whoever asks (DRF would check the token first).
         method = request.method.lower()
         if method not in self.http_method_names or not hasattr(self, method):  # type: ignore[attr-defined]
