@@ -92,7 +92,7 @@ def run_json(request: HttpRequest, public_id: str) -> HttpResponse:
     return response
 
 
-def _sort_links(request: HttpRequest, current: str, show_all: bool) -> dict[str, str]:
+def _sort_links(current: str, show_all: bool) -> dict[str, str]:
     """?sort= link for each column: clicking the current column reverses it."""
     links = {}
     for name in selectors.SORTS:
@@ -123,11 +123,15 @@ def group_detail(request: HttpRequest, key: str) -> HttpResponse:
     rule = selectors.group_rule(group)
     fmt = score if group.ranking_metric == "sol_score" else latency
     metric_label = "SOL score" if group.ranking_metric == "sol_score" else "latency"
+    # The chart is by rank whatever the table's sort: rows in the ranking rule's order.
+    charted = sorted(
+        (run for run in rows if getattr(run, group.ranking_metric) is not None),
+        key=lambda run: getattr(run, group.ranking_metric),
+        reverse=group.ranking_direction == "desc",
+    )
     points = []
-    for run in rows:
+    for run in charted:
         value = getattr(run, group.ranking_metric)
-        if value is None:
-            continue
         place = f"#{run.rank}" if run.rank else "reference" if run.is_reference else "unranked"
         points.append(
             charts.Point(
@@ -151,12 +155,10 @@ def group_detail(request: HttpRequest, key: str) -> HttpResponse:
             "eligibility": selectors.eligibility_conditions(),
             "sort": sort,
             "show_all": show_all,
-            "sort_links": _sort_links(request, sort, show_all),
+            "sort_links": _sort_links(sort, show_all),
             "toggle_link": _toggle_link(request, sort, show_all),
             "page_query": urlencode(params),
-            "chart": charts.metric_by_rank(
-                points, title=f"{metric_label} by rank", y_label=metric_label, fmt=lambda v: fmt(v)
-            ),
+            "chart": charts.metric_by_rank(points, title=f"{metric_label} by rank", y_label=metric_label, fmt=fmt),
             "metric_label": metric_label,
         },
     )
