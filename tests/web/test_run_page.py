@@ -282,3 +282,10 @@ def test_number_one_compares_with_number_two_and_a_lone_run_says_so(client):
     assert "Compare with" not in visible_text(client.get(f"/runs/{lone}/").content.decode())
     text = visible_text(client.get(f"/runs/{lone}/compare/").content.decode())
     assert "No other ranked run in this comparison group" in text
+
+
+def test_the_server_error_page_renders_in_the_site_layout_without_a_request():
+    from django.template.loader import render_to_string
+
+    body = render_to_string("500.html")
+    assert "Something went wrong on our side" in body and body.count("<h1") == 1
