@@ -112,6 +112,31 @@ _escape = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 def _scan(value: Any) -> int:
     kind = type(value)
+    if kind is dict:
+        state = _JSON_SAFE
+        for key, item in value.items():
+            if type(key) is not str or "\x00" in key:
+                return _INVALID
+            if not key.isascii() and max(key) > "\uffff":
+                state = _VALID
+            # Scalars inline: most of a document is scalars, and a call per value is what costs.
+            kind = type(item)
+            if kind is str:
+                if "\x00" in item:
+                    return _INVALID
+                continue
+            if kind is int:
+                if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                    return _INVALID
+                continue
+            if kind is bool or item is None:
+                continue
+            inner = _scan(item)
+            if inner == _INVALID:
+                return _INVALID
+            if inner < state:
+                state = inner
+        return state
     if kind is str:
         return _INVALID if "\x00" in value else _JSON_SAFE
     if kind is int:
@@ -123,19 +148,6 @@ def _scan(value: Any) -> int:
         return _JSON_SAFE if 1e-4 <= magnitude < 1e16 and not value.is_integer() else _VALID
     if value is None or kind is bool:
         return _JSON_SAFE
-    if kind is dict:
-        state = _JSON_SAFE
-        for key, item in value.items():
-            if type(key) is not str or "\x00" in key:
-                return _INVALID
-            if not key.isascii() and max(key) > "\uffff":
-                state = _VALID
-            inner = _scan(item)
-            if inner == _INVALID:
-                return _INVALID
-            if inner < state:
-                state = inner
-        return state
     if kind is list or kind is tuple:
         state = _JSON_SAFE
         for item in value:
@@ -216,6 +228,21 @@ def digest_of(doc: dict[str, Any]) -> str:
     """The DESIGN §2 digest of a document: over {apiVersion, kind, spec}, metadata excluded."""
     body = {key: value for key, value in doc.items() if key != "metadata"}
     return DIGEST_PREFIX + sha256_hex(dumps(body))
+
+
+_DOCUMENT_KEYS = {"apiVersion", "kind", "metadata", "spec"}
+
+
+def document_and_digest(doc: dict[str, Any]) -> tuple[str, str]:
+    """The canonical text of a whole document and its digest (``digest_of``), serialising its
+    spec once: JCS writes an object's members in key order (apiVersion, kind, metadata, spec),
+    so the digest's bytes are the document's without the metadata member."""
+    if set(doc) != _DOCUMENT_KEYS:
+        return dumps_str(doc), digest_of(doc)
+    head = '{"apiVersion":' + dumps_str(doc["apiVersion"]) + ',"kind":' + dumps_str(doc["kind"])
+    spec = ',"spec":' + dumps_str(doc["spec"]) + "}"
+    body = (head + spec).encode("utf-8")
+    return head + ',"metadata":' + dumps_str(doc["metadata"]) + spec, DIGEST_PREFIX + sha256_hex(body)
 
 
 def key_digest(value: Any) -> str:

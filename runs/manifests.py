@@ -54,6 +54,9 @@ class VerifiedBundle:
     declared: dict[str, str]  # role → digest the run declares
     annotations: dict[str, Any] = field(default_factory=dict)
     origin: str = ""
+    # Canonical text of documents, when whoever built the bundle already serialised them
+    # (runs.importers.solexecbench.make_bundle); saves serialising each run twice.
+    texts: dict[str, str] = field(default_factory=dict)
 
     @property
     def run(self) -> dict[str, Any]:

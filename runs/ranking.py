@@ -226,13 +226,35 @@ def recompute_groups(group_ids: Iterable[int]) -> int:
                 eligible=bool(values["eligible"]),
             )
         )
-    changed: list[Run] = []
+    changed: list[tuple[int, int | None]] = []
     for group_id, rows in by_group.items():
         group = groups[group_id]
         rule = RankingRule(group.ranking_metric, group.ranking_direction, group.best_per)
         for pk, rank in compute_ranks(rows, rule).items():
             if current[pk] != rank:
-                changed.append(Run(pk=pk, rank=rank))
-    if changed:
-        Run.objects.bulk_update(changed, ["rank"], batch_size=2000)
+                changed.append((pk, rank))
+    _store_ranks(changed)
     return len(changed)
+
+
+def _store_ranks(changed: list[tuple[int, int | None]]) -> None:
+    """Write changed ranks. On PostgreSQL one ``UPDATE … FROM unnest(…)`` per 20,000 rows:
+    ``bulk_update``'s CASE WHEN per row took most of a 100,000-run import."""
+    from django.db import connection
+
+    from runs.models import Run
+
+    if not changed:
+        return
+    if connection.vendor != "postgresql":
+        Run.objects.bulk_update([Run(pk=pk, rank=rank) for pk, rank in changed], ["rank"], batch_size=2000)
+        return
+    table = connection.ops.quote_name(Run._meta.db_table)
+    with connection.cursor() as cursor:
+        for start in range(0, len(changed), 20000):
+            chunk = changed[start : start + 20000]
+            cursor.execute(
+                f"UPDATE {table} AS run SET rank = new.rank "
+                "FROM unnest(%s::bigint[], %s::integer[]) AS new(id, rank) WHERE run.id = new.id",
+                [[pk for pk, _ in chunk], [rank for _, rank in chunk]],
+            )

@@ -10,13 +10,14 @@ The work is done in batches with a fixed number of queries per batch (lookups wi
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.text import slugify
@@ -33,6 +34,7 @@ from runs.manifests import (
     VerifiedBundle,
 )
 from runs.models import (
+    ELIGIBLE,
     Benchmark,
     ComparisonGroup,
     Environment,
@@ -44,6 +46,7 @@ from runs.models import (
     RunRevision,
     RunStatus,
     Source,
+    Visibility,
     Workload,
 )
 
@@ -182,19 +185,38 @@ class _Importer:
     """Caches of the small tables (sources, benchmarks, groups, projects) for one import."""
 
     def __init__(
-        self, *, evidence_level: str, trust_annotations: bool, actor: Any, actor_label: str, reason: str
+        self,
+        *,
+        evidence_level: str,
+        trust_annotations: bool,
+        actor: Any,
+        actor_label: str,
+        reason: str,
+        describe: Callable[[VerifiedBundle], tuple[str, str]] | None = None,
     ) -> None:
         self.evidence_level = evidence_level
         self.trust_annotations = trust_annotations
         self.actor = actor
         self.actor_label = actor_label
         self.reason = reason
+        self._describe = describe
+        # Runs created by this import, written at its end: identity → (row, (label, reason)).
+        self.pending: dict[str, tuple[dict[str, Any], tuple[str, str]]] = {}
+        self.pending_public_ids: set[str] = set()
         self.sources: dict[str, Source] = {s.slug: s for s in Source.objects.all()}
         self.benchmarks: dict[tuple[int, str], Benchmark] = {}
         self.groups: dict[str, ComparisonGroup] = {}
+        self.groups_by_parts: dict[tuple[str, ...], ComparisonGroup] = {}
         self.projects: dict[str, Project] = {}
         self.touched_groups: set[int] = set()
         self.now = timezone.now()
+
+    def describe(self, bundle: VerifiedBundle) -> tuple[str, str]:
+        """(actor label, reason) recorded on the revision this bundle writes."""
+        if self._describe is None:
+            return self.actor_label[:300], self.reason
+        label, reason = self._describe(bundle)
+        return label[:300], reason
 
     # -- small tables ---------------------------------------------------------------------
     def source(self, slug: str, origin: str) -> Source:
@@ -260,6 +282,17 @@ class _Importer:
         harness = protocol_spec.get("harness", {}) if isinstance(protocol_spec.get("harness"), dict) else {}
         family = str((protocol_spec.get("comparability") or {}).get("family", ""))
         product = str(bundle.docs["environment"]["spec"].get("hardware", {}).get("product", ""))
+        # Rows of one board share every part: skip serialising the key document again.
+        cache_key = (
+            family,
+            source.slug,
+            benchmark.native_id,
+            product,
+            str(harness.get("name", "")),
+            str(harness.get("version", "")),
+        )
+        if cache_key in self.groups_by_parts:
+            return self.groups_by_parts[cache_key]
         parts = ranking.comparison_key_document(
             family=family,
             source=source.slug,
@@ -287,6 +320,7 @@ class _Importer:
                 },
             )
             self.groups[key] = group
+        self.groups_by_parts[cache_key] = self.groups[key]
         return self.groups[key]
 
     # -- documents ------------------------------------------------------------------------
@@ -310,10 +344,8 @@ class _Importer:
                 self.prefetch_projects(str(wanted[digest].docs[role]["spec"].get("project", "")) for digest in missing)
             new = [self._document_row(role, model, digest, wanted[digest]) for digest in missing]
             if new:
-                model.objects.bulk_create(new, batch_size=1000)
-                # bulk_create sets pks on PostgreSQL and SQLite ≥ 3.35; fetch them where it does not.
-                if any(obj.pk is None for obj in new):
-                    new = list(model.objects.filter(digest__in=[o.digest for o in new]).only(*columns))
+                for obj, pk in zip(new, insert_rows(model, [_attributes(obj) for obj in new]), strict=True):
+                    obj.pk = pk
                 existing.update({obj.digest: obj for obj in new})
             found[role] = existing
         return found
@@ -326,7 +358,7 @@ class _Importer:
             "digest": digest,
             "name": str(metadata.get("name", ""))[:200],
             "title": str(metadata.get("title", ""))[:300],
-            "document": canonical.dumps_str(doc),
+            "document": bundle.texts.get(role) or canonical.dumps_str(doc),
         }
         if role == "protocol":
             harness = spec.get("harness") if isinstance(spec.get("harness"), dict) else {}
@@ -410,7 +442,7 @@ class _Importer:
         source_rank = annotations.get(A_SOURCE_RANK)
         return {
             "digest": bundle.digests["run"],
-            "document": canonical.dumps_str(bundle.run),
+            "document": bundle.texts.get("run") or canonical.dumps_str(bundle.run),
             "name": str(metadata.get("name", ""))[:200],
             "title": str(metadata.get("title", ""))[:500],
             "labels": metadata.get("labels", {}),
@@ -491,6 +523,7 @@ def bundles_import(
     actor: Any = None,
     actor_label: str = "import",
     reason: str = "imported",
+    describe: Callable[[VerifiedBundle], tuple[str, str]] | None = None,
     batch_size: int = 2000,
 ) -> ImportResult:
     """Import verified bundles atomically. Unchanged runs are left alone; changed ones get a
@@ -499,6 +532,10 @@ def bundles_import(
     ``trust_annotations`` (operators' ``manage.py import`` only) takes the evidence level,
     publication date and provenance from ``kernelindex.dev/…`` annotations, so an export
     re-imports as it was. The API never trusts them.
+
+    ``describe`` gives each bundle's own (actor label, reason) for its revision, so one call can
+    import the bundles of many files (``manage.py import`` does: one batch per 2,000 runs, not
+    per file) and every revision still names the file it came from.
     """
     result = ImportResult()
     with transaction.atomic():
@@ -508,6 +545,7 @@ def bundles_import(
             actor=actor,
             actor_label=actor_label,
             reason=reason,
+            describe=describe,
         )
         batch: list[VerifiedBundle] = []
         for bundle in bundles:
@@ -517,7 +555,8 @@ def bundles_import(
                 batch = []
         if batch:
             _import_batch(importer, batch, result)
-        ranking.recompute_groups(importer.touched_groups)
+        ranked = _insert_pending(importer)
+        ranking.recompute_groups(importer.touched_groups - ranked)
     return result
 
 
@@ -529,29 +568,42 @@ def _import_batch(importer: _Importer, bundles: list[VerifiedBundle], result: Im
         # The same run twice in one import: the later row wins, as a re-import would.
         rows[identity] = (bundle, importer.run_fields(bundle, docs))
     existing = {run.identity: run for run in Run.objects.filter(identity__in=list(rows))}
-    taken = set(
+    taken = importer.pending_public_ids | set(
         Run.objects.filter(
             public_id__in=[next(iter(public_id_candidates(identity))) for identity in rows if identity not in existing]
         ).values_list("public_id", flat=True)
     )
-    new_runs: list[Run] = []
     changed_runs: list[Run] = []
     revisions: list[RunRevision] = []
     for identity, (_bundle, fields) in rows.items():
         published_hint = fields.pop("published_at_hint")
         run = existing.get(identity)
+        if run is None and identity in importer.pending:
+            # Already created earlier in this import (not written yet): the later row wins.
+            earlier = importer.pending[identity][0]
+            row = {(name + "_id" if name in _FOREIGN_KEYS else name): value for name, value in fields.items()}
+            for name in _FOREIGN_KEYS:
+                row[name + "_id"] = row[name + "_id"].pk if row[name + "_id"] is not None else None
+            row.update(
+                identity=identity, public_id=earlier["public_id"], published_at=earlier["published_at"], revision=1
+            )
+            importer.pending[identity] = (row, importer.describe(_bundle))
+            result.run_ids.append(earlier["public_id"])
+            importer.touched_groups.add(fields["group"].pk)
+            continue
         if run is None:
             public_id = _free_public_id(identity, taken)
             taken.add(public_id)
-            run = Run(
-                identity=identity,
-                public_id=public_id,
-                published_at=published_hint or importer.now,
-                revision=1,
-                **fields,
-            )
-            new_runs.append(run)
+            row = {(name + "_id" if name in _FOREIGN_KEYS else name): value for name, value in fields.items()}
+            for name in _FOREIGN_KEYS:
+                row[name + "_id"] = row[name + "_id"].pk if row[name + "_id"] is not None else None
+            row.update(identity=identity, public_id=public_id, published_at=published_hint or importer.now, revision=1)
+            importer.pending[identity] = (row, importer.describe(_bundle))
+            importer.pending_public_ids.add(public_id)
             result.created += 1
+            result.run_ids.append(public_id)
+            importer.touched_groups.add(fields["group"].pk)
+            continue
         else:
             fields["revision"] = run.revision
             changes = {}
@@ -573,6 +625,7 @@ def _import_batch(importer: _Importer, bundles: list[VerifiedBundle], result: Im
                 importer.touched_groups.add(run.group_id)
                 continue
             previous_digest = run.digest
+            label, why = importer.describe(_bundle)
             for name, value in fields.items():
                 setattr(run, name, value)
             run.revision += 1
@@ -585,38 +638,144 @@ def _import_batch(importer: _Importer, bundles: list[VerifiedBundle], result: Im
                     document=run.document,
                     previous_digest=previous_digest if previous_digest != run.digest else "",
                     actor=importer.actor,
-                    actor_label=importer.actor_label[:300],
-                    reason=importer.reason,
+                    actor_label=label,
+                    reason=why,
                     changes={k: v for k, v in changes.items() if k != "document"},
                 )
             )
             result.updated += 1
         result.run_ids.append(run.public_id)
         importer.touched_groups.add(fields["group"].pk)
-    if new_runs:
-        Run.objects.bulk_create(new_runs, batch_size=1000)
-        # bulk_create sets pks on PostgreSQL and SQLite ≥ 3.35; fetch them where it does not.
-        if any(run.pk is None for run in new_runs):
-            ids = dict(Run.objects.filter(identity__in=[r.identity for r in new_runs]).values_list("identity", "pk"))
-            for run in new_runs:
-                run.pk = ids[run.identity]
-        for run in new_runs:
-            revisions.append(
-                RunRevision(
-                    run=run,
-                    number=1,
-                    digest=run.digest,
-                    document=run.document,
-                    previous_digest="",
-                    actor=importer.actor,
-                    actor_label=importer.actor_label[:300],
-                    reason=importer.reason,
-                )
-            )
     if changed_runs:
         Run.objects.bulk_update(changed_runs, list(_UPDATABLE), batch_size=500)
     if revisions:
         RunRevision.objects.bulk_create(revisions, batch_size=1000)
+
+
+def _insert_pending(importer: _Importer) -> set[int]:
+    """Write the runs this import creates, in one pass at the end, with their revisions.
+
+    Runs of a comparison group that had no runs before are written with their rank already
+    computed (``ranking.compute_ranks``, the one ranking rule; eligibility from the one
+    ``ELIGIBLE`` rule, asked of the database once per combination of its fields), so a large
+    first import does not insert 100,000 rows and then update each one's rank. Returns those
+    groups; the others are ranked by ``ranking.recompute_groups`` as usual.
+    """
+    if not importer.pending:
+        return set()
+    pending = list(importer.pending.values())
+    group_ids = {row["group_id"] for row, _ in pending}
+    occupied = set(Run.objects.filter(group_id__in=group_ids).values_list("group_id", flat=True).distinct())
+    fresh = group_ids - occupied
+    groups = {group.pk: group for group in importer.groups.values() if group.pk in fresh}
+    eligible: dict[tuple[Any, ...], bool] = {}
+    by_group: dict[int, list[ranking.RankRow]] = {}
+    for index, (row, _) in enumerate(pending):
+        group = groups.get(row["group_id"])
+        if group is None:
+            continue
+        against = {
+            "status": row["status"],
+            "visibility": row.get("visibility", Visibility.PUBLISHED),
+            "quarantined": row.get("quarantined", False),
+            "is_reference": row["is_reference"],
+        }
+        key = tuple(against.values())
+        if key not in eligible:
+            eligible[key] = ELIGIBLE.check(against)
+        by_group.setdefault(group.pk, []).append(
+            ranking.RankRow(
+                pk=index,
+                group_id=group.pk,
+                submitter=row["submitter"],
+                implementation_id=row["implementation_id"],
+                metric=row[group.ranking_metric],
+                observed_at=row["observed_at"],
+                public_id=row["public_id"],
+                eligible=eligible[key],
+            )
+        )
+    for group_id, rank_rows in by_group.items():
+        group = groups[group_id]
+        rule = ranking.RankingRule(group.ranking_metric, group.ranking_direction, group.best_per)
+        for index, rank in ranking.compute_ranks(rank_rows, rule).items():
+            pending[index][0]["rank"] = rank
+    pks = insert_rows(Run, [row for row, _ in pending])
+    actor_id = importer.actor.pk if importer.actor is not None else None
+    insert_rows(
+        RunRevision,
+        [
+            {
+                "run_id": pk,
+                "number": 1,
+                "digest": row["digest"],
+                "document": row["document"],
+                "previous_digest": "",
+                "actor_id": actor_id,
+                "actor_label": label,
+                "reason": why,
+                "changes": {},
+            }
+            for pk, (row, (label, why)) in zip(pks, pending, strict=True)
+        ],
+    )
+    importer.pending.clear()
+    return fresh
+
+
+def _attributes(obj: Any) -> dict[str, Any]:
+    """A model instance's column values for ``insert_rows`` (automatic timestamps left to it)."""
+    return {
+        f.attname: getattr(obj, f.attname)
+        for f in obj._meta.concrete_fields
+        if not f.primary_key and not getattr(f, "auto_now", False) and not getattr(f, "auto_now_add", False)
+    }
+
+
+_FOREIGN_KEYS = ("source", "benchmark", "group", "protocol", "environment", "workload", "implementation")
+
+
+def insert_rows(model: type, rows: list[dict[str, Any]]) -> list[int]:
+    """Insert rows given as {attname: value} and return their primary keys, in order.
+
+    On PostgreSQL this is ``COPY … FROM STDIN`` with primary keys drawn from the table's
+    sequence beforehand: several times faster than a multi-row INSERT for 100,000 runs and
+    their revisions, and no model instances are built. Elsewhere it is ``bulk_create``. Both
+    fill unset fields from the model's defaults (``auto_now`` fields with the current time)
+    and leave validation to the database constraints, as ``bulk_create`` does.
+    """
+    if not rows:
+        return []
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    now = timezone.now()
+
+    def value(f: Any, row: dict[str, Any]) -> Any:
+        if f.attname in row:
+            return row[f.attname]
+        if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
+            return now
+        return f.get_default()
+
+    if connection.vendor != "postgresql":
+        objs = [model(**{f.attname: value(f, row) for f in fields}) for row in rows]
+        model.objects.bulk_create(objs, batch_size=1000)
+        return [obj.pk for obj in objs]
+    table = model._meta.db_table
+    quote = connection.ops.quote_name
+    json_fields = {f.attname for f in fields if f.get_internal_type() == "JSONField"}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+            [table, model._meta.pk.column, len(rows)],
+        )
+        pks = [pk for (pk,) in cursor.fetchall()]
+        columns = ", ".join(quote(c) for c in [model._meta.pk.column] + [f.column for f in fields])
+        with cursor.cursor.copy(f"COPY {quote(table)} ({columns}) FROM STDIN") as copy:
+            for pk, row in zip(pks, rows, strict=True):
+                copy.write_row(
+                    [pk] + [json.dumps(value(f, row)) if f.attname in json_fields else value(f, row) for f in fields]
+                )
+    return pks
 
 
 def _free_public_id(identity: str, taken: set[str]) -> str:

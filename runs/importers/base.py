@@ -57,6 +57,12 @@ class Parsed:
     # facts of one import are merged and written before any run, so runs find their benchmark
     # and a kernel's catalogue entry and kernel API response give one workload version.
     facts: list[Any] = field(default_factory=list)
+    # Run bundles the file gives (runs.manifests.VerifiedBundle), and what their revisions record.
+    # ``manage.py import`` writes the bundles of all its files in shared batches.
+    bundles: list[Any] = field(default_factory=list)
+    trusted: bool = False  # take kernelindex.dev/… annotations as they are (export files)
+    label: str = ""
+    reason: str = ""
 
 
 @dataclass

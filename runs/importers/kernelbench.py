@@ -40,16 +40,16 @@ def detect(loaded: Loaded) -> bool:
 
 def parse(loaded: Loaded) -> Parsed:
     facts, bundles = parse_file(loaded)
-
-    def apply(options: dict[str, Any]) -> str:
-        result = services.bundles_import(
-            bundles,
-            actor_label=f"import: {loaded.path.name}",
-            reason=f"imported from KernelBench timing {loaded.path.name}",
-        )
-        return str(result)
-
-    return Parsed(path=loaded.path, format=FORMAT, apply=apply, summary=f"{len(bundles)} problem(s)", facts=facts)
+    return Parsed(
+        path=loaded.path,
+        format=FORMAT,
+        apply=None,
+        summary=f"{len(bundles)} problem(s)",
+        facts=facts,
+        bundles=bundles,
+        label=f"import: {loaded.path.name}",
+        reason=f"imported from KernelBench timing {loaded.path.name}",
+    )
 
 
 def read_sidecar(path: Path) -> dict[str, Any]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from runs import services
 from runs.importers.base import Format, ImportFailure, Loaded, Parsed, register
 from runs.manifests import KINDS, ManifestError, VerifiedBundle, bundle_verify
 
@@ -31,16 +30,16 @@ def parse(loaded: Loaded) -> Parsed:
         bundle.origin = f"{loaded.path}, row {row}" if row else str(loaded.path)
         bundles.append(bundle)
 
-    def apply(options: dict[str, Any]) -> str:
-        result = services.bundles_import(
-            bundles,
-            trust_annotations=True,
-            actor_label=f"import: {loaded.path.name}",
-            reason=f"imported from {loaded.path.name}",
-        )
-        return str(result)
-
-    return Parsed(path=loaded.path, format="manifest", apply=apply, summary=f"{len(bundles)} bundle(s)")
+    return Parsed(
+        path=loaded.path,
+        format="manifest",
+        apply=None,
+        summary=f"{len(bundles)} bundle(s)",
+        bundles=bundles,
+        trusted=True,
+        label=f"import: {loaded.path.name}",
+        reason=f"imported from {loaded.path.name}",
+    )
 
 
 register(Format("manifest", "KernelIndex canonical manifest bundles (JSON or JSONL)", detect, parse))

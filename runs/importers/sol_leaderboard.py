@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from runs import services
 from runs.importers.base import Format, ImportFailure, Loaded, Parsed, register
 from runs.importers.solexecbench import (
     REFERENCE_ROWS,
@@ -57,16 +56,15 @@ def detect(loaded: Loaded) -> bool:
 
 def parse(loaded: Loaded) -> Parsed:
     bundles = parse_bundles(loaded)
-
-    def apply(options: dict[str, Any]) -> str:
-        result = services.bundles_import(
-            bundles,
-            actor_label=f"import: {loaded.path.name}",
-            reason=f"imported from SOL-ExecBench leaderboard {loaded.path.name}",
-        )
-        return str(result)
-
-    return Parsed(path=loaded.path, format=FORMAT, apply=apply, summary=f"{len(bundles)} row(s)")
+    return Parsed(
+        path=loaded.path,
+        format=FORMAT,
+        apply=None,
+        summary=f"{len(bundles)} row(s)",
+        bundles=bundles,
+        label=f"import: {loaded.path.name}",
+        reason=f"imported from SOL-ExecBench leaderboard {loaded.path.name}",
+    )
 
 
 def parse_bundles(loaded: Loaded) -> list[VerifiedBundle]:

@@ -41,16 +41,15 @@ def detect(loaded: Loaded) -> bool:
 
 def parse(loaded: Loaded) -> Parsed:
     bundle = parse_bundle(loaded)
-
-    def apply(options: dict[str, Any]) -> str:
-        result = services.bundles_import(
-            [bundle],
-            actor_label=f"import: {loaded.path.name}",
-            reason=f"imported from SOL-ExecBench trace {loaded.path.name}",
-        )
-        return str(result)
-
-    return Parsed(path=loaded.path, format=FORMAT, apply=apply, summary="1 run")
+    return Parsed(
+        path=loaded.path,
+        format=FORMAT,
+        apply=None,
+        summary="1 run",
+        bundles=[bundle],
+        label=f"import: {loaded.path.name}",
+        reason=f"imported from SOL-ExecBench trace {loaded.path.name}",
+    )
 
 
 def _trials(loaded: Loaded) -> dict[str, Loaded]:

@@ -115,7 +115,14 @@ def make_bundle(
     is what keeps a 100,000-row import fast. Tests check these bundles against
     ``bundle_verify``.
     """
-    digests = {role: cache.digest(doc) for role, doc in docs.items() if role != "run"}
+    # The shared documents (protocol, environment) once per file; the rest once per row, text
+    # and digest from one serialisation.
+    shared = ("protocol", "environment")
+    digests = {role: cache.digest(doc) for role, doc in docs.items() if role in shared}
+    texts: dict[str, str] = {}
+    for role, doc in docs.items():
+        if role not in shared and role != "run":
+            texts[role], digests[role] = canonical.document_and_digest(doc)
     run = docs["run"]
     spec = run["spec"]
     for role, key in (
@@ -126,9 +133,11 @@ def make_bundle(
     ):
         if role in digests:
             spec[key] = digests[role]
-    digests["run"] = canonical.digest_of(run)
+    texts["run"], digests["run"] = canonical.document_and_digest(run)
     declared = {role: digests[role] for role in digests if role != "run"}
-    return VerifiedBundle(docs=docs, digests=digests, declared=declared, annotations=annotations or {}, origin=origin)
+    return VerifiedBundle(
+        docs=docs, digests=digests, declared=declared, annotations=annotations or {}, origin=origin, texts=texts
+    )
 
 
 # -- row validation ---------------------------------------------------------------------------

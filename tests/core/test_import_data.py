@@ -22,6 +22,7 @@ from runs.models import Benchmark, ComparisonGroup, Run, RunRevision, Workload
 from tests.core.conftest import (
     BOARD,
     DATA,
+    DATA_PATHS,
     DEFINITION_10,
     KERNEL_API,
     KERNELBENCH,
@@ -44,12 +45,12 @@ def export_text() -> str:
 
 
 def test_it_imports_every_shipped_file_and_a_second_import_changes_nothing(db: Any) -> None:
-    import_paths(DATA)
+    import_paths(*DATA_PATHS)
     first = snapshot()
     # 23 board rows + the reference bundle + 1 trace + 250 KernelBench problems.
     assert first["counts"]["Run"] == 23 + 1 + 1 + 250
     assert first["counts"]["RunRevision"] == first["counts"]["Run"]
-    import_paths(DATA)
+    import_paths(*DATA_PATHS)
     assert snapshot() == first
 
 
@@ -92,7 +93,7 @@ def test_a_bundle_with_one_changed_byte_in_its_protocol_is_rejected_and_nothing_
 
 def test_export_then_import_into_an_empty_database_then_export_is_byte_identical(db: Any) -> None:
     with transaction.atomic():
-        import_paths(DATA)
+        import_paths(*DATA_PATHS)
         first = export_text()
         transaction.set_rollback(True)
     assert Run.objects.count() == 0
@@ -111,7 +112,7 @@ def test_export_then_import_into_an_empty_database_then_export_is_byte_identical
 
 
 def test_computed_ranks_equal_the_published_ranks_row_by_row(db: Any) -> None:
-    import_paths(DATA)
+    import_paths(*DATA_PATHS)
     for board_path in sorted((DATA / "sol-execbench" / "leaderboards").glob("*.json")):
         rows = json.loads(board_path.read_text())
         rankings = (rows.get("response") or rows)["data"]["rankings"]
@@ -289,7 +290,7 @@ def test_a_changed_row_becomes_a_revision_not_a_duplicate(db: Any, tmp_path: Pat
 
 def test_dry_run_writes_nothing(db: Any) -> None:
     out = io.StringIO()
-    call_command("import", str(DATA), "--dry-run", stdout=out)
+    call_command("import", *map(str, DATA_PATHS), "--dry-run", stdout=out)
     assert "dry run" in out.getvalue()
     assert Run.objects.count() == 0 and Benchmark.objects.count() == 0
 
@@ -297,7 +298,8 @@ def test_dry_run_writes_nothing(db: Any) -> None:
 def test_format_can_be_forced(db: Any) -> None:
     out = io.StringIO()
     call_command("import", str(BOARD), "--format", "sol-leaderboard", stdout=out)
-    assert "sol-leaderboard, 23 created" in out.getvalue()
+    assert "kernel-10-B200-v1.1.json: sol-leaderboard, 23 row(s)" in out.getvalue()
+    assert "source runs of 1 file(s): 23 created" in out.getvalue()
 
 
 def test_merge_cases_keeps_what_only_one_file_says() -> None:

@@ -74,28 +74,52 @@ def sort_for_apply(parsed: list[Parsed]) -> list[Parsed]:
 
 def apply_all(parsed: list[Parsed], options: dict[str, Any] | None = None) -> list[str]:
     """Write everything in one transaction: first every file's benchmarks and workloads
-    (merged, so the order of the files does not matter), then the runs."""
+    (merged, so the order of the files does not matter), then the runs of all files in shared
+    batches (one batch per 2,000 runs, not per file: per-file round trips dominated imports of
+    many small boards), each revision still naming its file."""
     from runs import services
 
     lines: list[str] = []
     with transaction.atomic():
         facts = [fact for item in parsed for fact in item.facts]
         if facts:
-            catalogue = services.benchmarks_import(facts)
-            lines.append(f"catalogue: {catalogue}")
+            lines.append(f"catalogue: {services.benchmarks_import(facts)}")
         for item in parsed:
-            if item.apply is None:
-                lines.append(f"{item.path}: {item.format}, {item.summary}")
+            if item.apply is not None:
+                lines.append(f"{item.path}: {item.format}, {_apply_one(item, options or {})}")
             else:
-                try:
-                    summary = item.apply(options or {})
-                except ManifestError as error:
-                    message = str(error)
-                    if str(item.path) in message:
-                        raise
-                    raise ImportFailure(item.path, message) from None
-                lines.append(f"{item.path}: {item.format}, {summary}")
+                lines.append(f"{item.path}: {item.format}, {item.summary}")
+        for trusted in (True, False):
+            items = [item for item in parsed if item.bundles and item.trusted is trusted]
+            if not items:
+                continue
+            described = {id(bundle): (item.label, item.reason) for item in items for bundle in item.bundles}
+            try:
+                result = services.bundles_import(
+                    (bundle for item in items for bundle in item.bundles),
+                    trust_annotations=trusted,
+                    describe=lambda bundle, described=described: described[id(bundle)],
+                )
+            except ManifestError as error:
+                raise _naming_a_file(error, items) from None
+            what = "manifest bundles" if trusted else "source runs"
+            lines.append(f"{what} of {len(items)} file(s): {result}")
     return lines
+
+
+def _apply_one(item: Parsed, options: dict[str, Any]) -> str:
+    try:
+        return item.apply(options)  # type: ignore[misc]
+    except ManifestError as error:
+        raise _naming_a_file(error, [item]) from None
+
+
+def _naming_a_file(error: ManifestError, items: list[Parsed]) -> Exception:
+    """A problem found while writing (an unknown source…): make sure the message names the file."""
+    message = str(error)
+    if any(str(item.path) in message for item in items):
+        return error
+    return ImportFailure(items[0].path if len(items) == 1 else ", ".join(str(i.path) for i in items), message)
 
 
 class Command(BaseCommand):
