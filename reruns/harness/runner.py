@@ -71,6 +71,7 @@ def run_trial(base_cfg: dict, trial: int, case_indices: list[int], workdir: Path
     pending = list(case_indices)
     results: dict[int, dict] = {}
     no_graph: set[int] = set()
+    retried: set[int] = set()
     info: dict[str, Any] = {"processes": 0, "clocks": {}}
     environment = None
     started = time.monotonic()
@@ -82,7 +83,8 @@ def run_trial(base_cfg: dict, trial: int, case_indices: list[int], workdir: Path
                 results[idx] = {"index": idx, "status": st.RUNTIME_ERROR,
                                 "detail": "harness gave up restarting the trial process"}
             break
-        cfg = {**base_cfg, "cases": pending, "noGraph": sorted(no_graph), "trial": trial}
+        cfg = {**base_cfg, "cases": pending, "noGraph": sorted(no_graph), "trial": trial,
+               "retried": sorted(retried)}
         cfg_path = workdir / f"trial{trial}-proc{attempts}.json"
         cfg_path.write_text(json.dumps(cfg), encoding="utf-8")
         err_path = workdir / f"trial{trial}-proc{attempts}.stderr.log"
@@ -157,6 +159,13 @@ def run_trial(base_cfg: dict, trial: int, case_indices: list[int], workdir: Path
                 _log(f"trial {trial}: case {idx} {msg.get('status')} "
                      f"{msg.get('timer') or ''} "
                      f"{'' if msg.get('medianNs') is None else '%.1f us' % (msg['medianNs'] / 1e3)}")
+            elif kind == "retry":
+                idx = int(msg["index"])
+                _log(f"trial {trial}: case {idx} failed after a failed graph capture; "
+                     "running it again in a fresh process")
+                retried.add(idx)
+                current = None
+                deadline = time.monotonic() + 60
             elif kind == "graph_poisoned":
                 no_graph.add(int(msg["index"]))
                 current = None

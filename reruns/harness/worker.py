@@ -6,6 +6,9 @@ process's original stdout; anything the implementation prints goes to stderr):
   {"type": "case_start", "index"}                 before a case (the parent's watchdog
                                                   starts the case's time limit here)
   {"type": "case", "index", "status", ...}        a finished case
+  {"type": "retry", "index"}                      a case failed after an earlier failed graph
+                                                  capture in this process: the parent runs it
+                                                  again (once) in a fresh process
   {"type": "graph_poisoned", "index"}             graph capture broke the CUDA context;
                                                   the parent restarts at this case without
                                                   graphs
@@ -194,12 +197,17 @@ def steady_clocks(torch, device, seconds: float, flusher=None) -> float:
 
 
 def healthy(torch, device) -> bool:
+    """Can this process still run CUDA work (after a failed graph capture, say)?
+    Exercises a kernel, the random generator (left in capture state by some failures), a
+    matmul and a device-to-host copy."""
     try:
-        x = torch.ones(1, device=device)
+        x = torch.ones(4, device=device)
         x.add_(1)
+        r = torch.randn(4, 4, device=device)
+        y = r @ r
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        return float(x.item()) == 2.0
+        return float(x.sum().item()) == 8.0 and bool(torch.isfinite(y).all().item())
     except Exception:
         return False
 
@@ -222,6 +230,7 @@ class CaseRunner:
         self.device = device
         self.flusher = flusher
         self.output_names = list(definition.outputs)
+        self.capture_failed = False  # a graph capture failed earlier in this process
 
     def _clone(self, values):
         t = self.torch
@@ -317,6 +326,7 @@ class CaseRunner:
             except Exception as exc:
                 note = f"graph capture failed: {type(exc).__name__}: {str(exc)[:300]}"
                 graph = None
+                self.capture_failed = True
                 try:
                     _sync(torch, device)
                 except Exception:
@@ -486,8 +496,14 @@ def main(argv: list[str] | None = None) -> int:
         except GraphPoisoned as exc:
             send({"type": "graph_poisoned", "index": index, "detail": str(exc)[:500]})
             return EXIT_RESTART
+        failed = res["status"] in (st.RUNTIME_ERROR, st.INVALID_REFERENCE)
+        if failed and runner.capture_failed and index not in set(cfg.get("retried") or []):
+            # possibly collateral damage of an earlier failed capture: run it again in a
+            # fresh process (once)
+            send({"type": "retry", "index": index, "detail": str(res.get("detail"))[:500]})
+            return EXIT_RESTART
         send(_finite(res))
-        if res["status"] in (st.RUNTIME_ERROR, st.INVALID_REFERENCE) and not healthy(torch, device):
+        if failed and not healthy(torch, device):
             return EXIT_RESTART
     send({"type": "done", "clocks": probe.clocks() if probe else None})
     return 0
