@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     timing = spec["timing"]
     trials = ", ".join("n/a" if t.get("latencyNs") is None else f"{t['latencyNs'] / 1e6:.6f}"
                        for t in timing["trials"])
-    median = timing["latencyNs"]["median"]
+    median = timing["latencyNs"].get("median")
     print(json.dumps({
         "out": str(out),
         "status": spec["status"],

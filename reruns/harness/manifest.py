@@ -269,7 +269,8 @@ def run_document(
             "index": int(c["index"]),
             "id": str(c["id"]),
             "status": c["status"],
-            "latencyNs": {"median": _r(median_ns)},
+            # no latency for a case that did not pass (never null: importers want numbers)
+            "latencyNs": {} if median_ns is None else {"median": _r(median_ns)},
             "timer": c.get("timer"),
             "trialMediansNs": [_r(v) for v in c.get("trialMediansNs") or []],
             "correctness": c.get("correctness")
@@ -304,7 +305,7 @@ def run_document(
         spread = {"maxOverMin": round(ratio, 6), "maxOverMinMinusOne": round(ratio - 1, 6)}
     elif trial_info:
         trials_out = [
-            {"index": t, "latencyNs": None, **{k: v for k, v in info.items() if k != "index"}}
+            {"index": t, **{k: v for k, v in info.items() if k != "index"}}
             for t, info in enumerate(trial_info)
         ]
 
@@ -313,7 +314,7 @@ def run_document(
         failing = [s for s in statuses if s != st.PASSED]
         spec["statusDetail"] = failing[0] if failing else "INCOMPLETE"
     spec["timing"] = {
-        "latencyNs": {"median": _r(overall)},
+        "latencyNs": {} if overall is None else {"median": _r(overall)},
         "primaryStatistic": "median",
         "trials": trials_out,
         "spread": spread,
@@ -327,11 +328,12 @@ def run_document(
         "benchmark": definition_name,
         "externalId": f"rerun/{definition_name}/{revision}/{short}/{_compact_ts(observed_at)}",
         "metrics": {
-            "latency_ms": None if overall is None else round(overall / 1e6, 9),
             "cases_passed": sum(1 for s in statuses if s == st.PASSED),
             "cases_total": n_cases,
         },
     }
+    if overall is not None:
+        spec["sourceNative"]["metrics"]["latency_ms"] = round(overall / 1e6, 9)
     spec["protocolDigest"] = digests["protocol"]
     spec["workloadDigest"] = digests["workload"]
     spec["environmentDigest"] = digests["environment"]
