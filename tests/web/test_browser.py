@@ -119,7 +119,10 @@ def walk(browser, base: str, *, width: int, javascript: bool) -> None:
     expect(page.locator("h1")).to_contain_text("kv cache")
     arrived("search")
 
-    page.get_by_role("link", name="KV cache update with RoPE backward").click()
+    # KernelIndex's own reruns of kernel 62 are a benchmark of their own source: take the source's.
+    page.locator("main li").filter(has_text="NVIDIA SOL-ExecBench").get_by_role(
+        "link", name="KV cache update with RoPE backward"
+    ).click()
     expect(page.locator("h1")).to_have_text("All results for KV cache update with RoPE backward")
     arrived("benchmark")
 
