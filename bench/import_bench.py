@@ -123,6 +123,7 @@ def main() -> None:
         total_rows = args.runs + boards  # ranked rows plus one Scoring Baseline row per board
         before = Run.objects.count()
         print(f"database: {connection.vendor} {connection.settings_dict['NAME']}; {before} runs before")
+        print(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
         print(f"generated {boards} leaderboard files, {args.runs} ranked rows + {boards} reference rows")
 
         stats: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
@@ -139,15 +140,16 @@ def main() -> None:
         if args.sql_profile:
             connection.execute_wrappers.append(profile)
         for attempt in ["import"] + (["re-import"] if args.reimport else []):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             parsed = parse_paths([folder])
             parsed_at = time.perf_counter()
             apply_all(parsed)
-            end = time.perf_counter()
+            end, cpu = time.perf_counter(), time.process_time() - cpu
             rate = total_rows / (end - start)
             print(
                 f"{attempt}: {total_rows} runs in {end - start:.2f} s "
-                f"(parse + validate {parsed_at - start:.2f} s, write {end - parsed_at:.2f} s): "
+                f"(parse + validate {parsed_at - start:.2f} s, write {end - parsed_at:.2f} s; "
+                f"this process used {cpu:.2f} s of CPU): "
                 f"{rate:,.0f} runs/s = {rate / GOAL:.2f}× the {GOAL:,.0f} runs/s goal"
             )
         print(f"{Run.objects.count() - before} runs added")

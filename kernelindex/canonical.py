@@ -239,7 +239,11 @@ def document_and_digest(doc: dict[str, Any]) -> tuple[str, str]:
     so the digest's bytes are the document's without the metadata member."""
     if set(doc) != _DOCUMENT_KEYS:
         return dumps_str(doc), digest_of(doc)
-    head = '{"apiVersion":' + dumps_str(doc["apiVersion"]) + ',"kind":' + dumps_str(doc["kind"])
+    api, kind = doc["apiVersion"], doc["kind"]
+    if type(api) is str and type(kind) is str and "\x00" not in api + kind:
+        head = '{"apiVersion":' + _escape(api) + ',"kind":' + _escape(kind)
+    else:
+        head = '{"apiVersion":' + dumps_str(api) + ',"kind":' + dumps_str(kind)
     spec = ',"spec":' + dumps_str(doc["spec"]) + "}"
     body = (head + spec).encode("utf-8")
     return head + ',"metadata":' + dumps_str(doc["metadata"]) + spec, DIGEST_PREFIX + sha256_hex(body)

@@ -277,51 +277,115 @@ class _Importer:
             self.projects[name] = project
         return self.projects[name]
 
-    def group(self, bundle: VerifiedBundle, source: Source, benchmark: Benchmark) -> ComparisonGroup:
+    def _group_key(
+        self, bundle: VerifiedBundle, source: Source, benchmark: Benchmark
+    ) -> tuple[tuple[str, ...], dict[str, Any], str]:
         protocol_spec = bundle.docs["protocol"]["spec"]
         harness = protocol_spec.get("harness", {}) if isinstance(protocol_spec.get("harness"), dict) else {}
         family = str((protocol_spec.get("comparability") or {}).get("family", ""))
         product = str(bundle.docs["environment"]["spec"].get("hardware", {}).get("product", ""))
-        # Rows of one board share every part: skip serialising the key document again.
-        cache_key = (
-            family,
-            source.slug,
-            benchmark.native_id,
-            product,
-            str(harness.get("name", "")),
-            str(harness.get("version", "")),
-        )
+        names = (str(harness.get("name", "")), str(harness.get("version", "")))
+        # Rows of one board share every part: the key document is serialised once per group.
+        cache_key = (family, source.slug, benchmark.native_id, product) + names
         if cache_key in self.groups_by_parts:
-            return self.groups_by_parts[cache_key]
+            return cache_key, {}, self.groups_by_parts[cache_key].key
         parts = ranking.comparison_key_document(
             family=family,
             source=source.slug,
             benchmark=benchmark.native_id,
             product=product,
-            harness_name=str(harness.get("name", "")),
-            harness_version=str(harness.get("version", "")),
+            harness_name=names[0],
+            harness_version=names[1],
         )
-        key = canonical.key_digest(parts)
+        return cache_key, parts, canonical.key_digest(parts)
+
+    def _new_group(
+        self, bundle: VerifiedBundle, source: Source, benchmark: Benchmark, parts: dict[str, Any], key: str
+    ) -> ComparisonGroup:
+        rule = ranking.ranking_rule(bundle.docs["protocol"]["spec"])
+        return ComparisonGroup(
+            key=key,
+            key_document=canonical.dumps_str(parts),
+            source=source,
+            benchmark=benchmark,
+            family=parts["family"],
+            hardware_product=parts["hardware"],
+            harness_name=parts["harness"]["name"],
+            harness_version=parts["harness"]["version"],
+            ranking_metric=rule.metric,
+            ranking_direction=rule.direction,
+            best_per=rule.best_per,
+        )
+
+    def group(self, bundle: VerifiedBundle, source: Source, benchmark: Benchmark) -> ComparisonGroup:
+        cache_key, parts, key = self._group_key(bundle, source, benchmark)
+        if cache_key in self.groups_by_parts:
+            return self.groups_by_parts[cache_key]
         if key not in self.groups:
-            rule = ranking.ranking_rule(protocol_spec)
-            group, _ = ComparisonGroup.objects.get_or_create(
-                key=key,
-                defaults={
-                    "key_document": canonical.dumps_str(parts),
-                    "source": source,
-                    "benchmark": benchmark,
-                    "family": family,
-                    "hardware_product": parts["hardware"],
-                    "harness_name": parts["harness"]["name"],
-                    "harness_version": parts["harness"]["version"],
-                    "ranking_metric": rule.metric,
-                    "ranking_direction": rule.direction,
-                    "best_per": rule.best_per,
-                },
-            )
+            group = ComparisonGroup.objects.filter(key=key).first()
+            if group is None:
+                group = self._new_group(bundle, source, benchmark, parts, key)
+                group.save()
             self.groups[key] = group
         self.groups_by_parts[cache_key] = self.groups[key]
         return self.groups[key]
+
+    def prefetch(self, bundles: list[VerifiedBundle]) -> None:
+        """Find or create the benchmarks and comparison groups of a batch with a fixed number
+        of queries (a get_or_create each cost four round trips per board)."""
+        wanted: dict[tuple[int, str], Source] = {}
+        for bundle in bundles:
+            native = bundle.run_spec["sourceNative"]
+            source = self.source(native["source"], bundle.origin)
+            if (source.pk, native["benchmark"]) not in self.benchmarks:
+                wanted[(source.pk, native["benchmark"])] = source
+        if wanted:
+            for benchmark in Benchmark.objects.filter(
+                source_id__in={pk for pk, _ in wanted}, native_id__in={name for _, name in wanted}
+            ):
+                self.benchmarks.setdefault((benchmark.source_id, benchmark.native_id), benchmark)
+            missing = [
+                Benchmark(source=source, native_id=name, title=humanize_benchmark_name(name))
+                for (pk, name), source in wanted.items()
+                if (pk, name) not in self.benchmarks
+            ]
+            if missing:
+                Benchmark.objects.bulk_create(missing)
+                if any(benchmark.pk is None for benchmark in missing):
+                    missing = list(Benchmark.objects.filter(native_id__in=[b.native_id for b in missing]))
+                for benchmark in missing:
+                    self.benchmarks.setdefault((benchmark.source_id, benchmark.native_id), benchmark)
+        new: dict[str, tuple[tuple[str, ...], VerifiedBundle, Source, Benchmark, dict[str, Any]]] = {}
+        for bundle in bundles:
+            native = bundle.run_spec["sourceNative"]
+            source = self.sources[native["source"]]
+            benchmark = self.benchmarks.get((source.pk, native["benchmark"]))
+            if benchmark is None:
+                continue
+            cache_key, parts, key = self._group_key(bundle, source, benchmark)
+            if cache_key in self.groups_by_parts:
+                continue
+            if key in self.groups:
+                self.groups_by_parts[cache_key] = self.groups[key]
+                continue
+            new.setdefault(key, (cache_key, bundle, source, benchmark, parts))
+        if not new:
+            return
+        for group in ComparisonGroup.objects.filter(key__in=list(new)):
+            self.groups[group.key] = group
+        created = [
+            self._new_group(bundle, source, benchmark, parts, key)
+            for key, (_, bundle, source, benchmark, parts) in new.items()
+            if key not in self.groups
+        ]
+        if created:
+            ComparisonGroup.objects.bulk_create(created)
+            if any(group.pk is None for group in created):
+                created = list(ComparisonGroup.objects.filter(key__in=[g.key for g in created]))
+            for group in created:
+                self.groups[group.key] = group
+        for key, (cache_key, *_rest) in new.items():
+            self.groups_by_parts[cache_key] = self.groups[key]
 
     # -- documents ------------------------------------------------------------------------
     def documents(self, bundles: list[VerifiedBundle]) -> dict[str, dict[str, Any]]:
@@ -561,6 +625,7 @@ def bundles_import(
 
 
 def _import_batch(importer: _Importer, bundles: list[VerifiedBundle], result: ImportResult) -> None:
+    importer.prefetch(bundles)
     docs = importer.documents(bundles)
     rows: dict[str, tuple[VerifiedBundle, dict[str, Any]]] = {}
     for bundle in bundles:
@@ -748,33 +813,32 @@ def insert_rows(model: type, rows: list[dict[str, Any]]) -> list[int]:
         return []
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     now = timezone.now()
-
-    def value(f: Any, row: dict[str, Any]) -> Any:
-        if f.attname in row:
-            return row[f.attname]
-        if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
-            return now
-        return f.get_default()
-
+    # Each column's value when a row does not give it: the current time for automatic
+    # timestamps, the field's default otherwise.
+    defaults = [
+        now if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False) else f.get_default() for f in fields
+    ]
+    columns = list(zip([f.attname for f in fields], defaults, strict=True))
     if connection.vendor != "postgresql":
-        objs = [model(**{f.attname: value(f, row) for f in fields}) for row in rows]
+        objs = [model(**{name: row.get(name, default) for name, default in columns}) for row in rows]
         model.objects.bulk_create(objs, batch_size=1000)
         return [obj.pk for obj in objs]
     table = model._meta.db_table
     quote = connection.ops.quote_name
-    json_fields = {f.attname for f in fields if f.get_internal_type() == "JSONField"}
+    json_columns = [i for i, f in enumerate(fields) if f.get_internal_type() == "JSONField"]
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
             [table, model._meta.pk.column, len(rows)],
         )
         pks = [pk for (pk,) in cursor.fetchall()]
-        columns = ", ".join(quote(c) for c in [model._meta.pk.column] + [f.column for f in fields])
-        with cursor.cursor.copy(f"COPY {quote(table)} ({columns}) FROM STDIN") as copy:
+        names = ", ".join(quote(c) for c in [model._meta.pk.column] + [f.column for f in fields])
+        with cursor.cursor.copy(f"COPY {quote(table)} ({names}) FROM STDIN") as copy:
             for pk, row in zip(pks, rows, strict=True):
-                copy.write_row(
-                    [pk] + [json.dumps(value(f, row)) if f.attname in json_fields else value(f, row) for f in fields]
-                )
+                values = [pk] + [row.get(name, default) for name, default in columns]
+                for index in json_columns:
+                    values[index + 1] = json.dumps(values[index + 1])
+                copy.write_row(values)
     return pks
 
 
