@@ -1,0 +1,57 @@
+"""The same limit on Redis (django-redis, production): INCR is atomic, so 20 threads counting
+at once let exactly the allowed number through."""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+
+import pytest
+from django.test import override_settings
+
+from kernelindex import ratelimit
+from tests.conftest import on_ci
+
+REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/15"
+REDIS_CACHES = {
+    "default": {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": REDIS_URL,
+        "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
+    }
+}
+
+
+@pytest.fixture
+def redis_cache():
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
+    except redis.exceptions.ConnectionError:
+        if on_ci():
+            raise
+        pytest.skip(f"no Redis at {REDIS_URL}")
+    with override_settings(CACHES=REDIS_CACHES, RATE_LIMIT_PER_MINUTE=5, RATE_LIMIT_PER_DAY=50):
+        yield
+
+
+def test_twenty_threads_get_exactly_five_passes(redis_cache, minute_room):
+    key = f"c:test-{uuid.uuid4().hex}"
+    barrier = threading.Barrier(20)
+    results: list[bool] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        barrier.wait()
+        allowed, _ = ratelimit.hit(key, "submissions")
+        with lock:
+            results.append(allowed)
+
+    threads = [threading.Thread(target=worker) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(results) == [False] * 15 + [True] * 5
