@@ -183,9 +183,31 @@ class RunPage:
     comparator_description: str
     case_count: int | None
     correctness_policy: str = ""
+    correctness_policy_items: list[tuple[str, str]] = field(default_factory=list)
     cases_passed: int = 0
     cases_reported: int = 0
     measurements: list[tuple[str, Any]] = field(default_factory=list)
+
+
+def _policy_text(policy: Any) -> str:
+    """A correctness policy written as one sentence; structured ones go through _policy_items."""
+    return policy if isinstance(policy, str) else ""
+
+
+def _policy_items(policy: Any) -> list[tuple[str, str]]:
+    """A structured correctness policy as (field, text) rows; nested values as compact JSON."""
+    if not isinstance(policy, dict):
+        return []
+    rows = []
+    for key, value in policy.items():
+        if isinstance(value, str):
+            text = value
+        elif isinstance(value, list) and all(isinstance(item, str) for item in value):
+            text = ", ".join(value)
+        else:
+            text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+        rows.append((str(key), text))
+    return rows
 
 
 def _published_attestations(run: Run) -> list[Any]:
@@ -216,7 +238,8 @@ def run_page(public_id: str) -> RunPage:
         comparator=comparator,
         comparator_description=str(correctness.get("description") or COMPARATOR_DESCRIPTIONS.get(comparator, "")),
         case_count=case_count(run),
-        correctness_policy=str(correctness.get("policy", "")),
+        correctness_policy=_policy_text(correctness.get("policy")),
+        correctness_policy_items=_policy_items(correctness.get("policy")),
         cases_passed=sum(1 for c in run_cases if str(c.get("status", "")).lower() == "passed"),
         cases_reported=len(run_cases),
         measurements=list(latency.items()) if isinstance(latency, dict) else [],

@@ -289,3 +289,15 @@ def test_the_server_error_page_renders_in_the_site_layout_without_a_request():
 
     body = render_to_string("500.html")
     assert "Something went wrong on our side" in body and body.count("<h1") == 1
+
+
+def test_a_structured_correctness_policy_is_shown_field_by_field():
+    from runs.selectors import _policy_items, _policy_text
+
+    policy = {"rule": "allclose", "statuses": ["PASSED", "TIMEOUT"], "defaults": {"max_atol": 0.01}}
+    assert _policy_items(policy) == [
+        ("rule", "allclose"),
+        ("statuses", "PASSED, TIMEOUT"),
+        ("defaults", '{"max_atol": 0.01}'),
+    ]
+    assert _policy_text(policy) == "" and _policy_text("each case within tolerance") == "each case within tolerance"
