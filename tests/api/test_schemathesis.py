@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from hypothesis import HealthCheck, given, seed
 from hypothesis import settings as hypothesis_settings
 from hypothesis.errors import Unsatisfiable
@@ -72,6 +74,18 @@ def test_api_conforms_to_its_schema(shipped_data: None, settings: Any, alice_tok
         "DEFAULT_THROTTLE_RATES": {"anon": "1000000/min", "token": "1000000/min", "submissions": "1000000/min"},
     }
     settings.RATE_LIMIT_PER_MINUTE = settings.RATE_LIMIT_PER_DAY = 1000000
+    # Like Django's own test client: requests must not close the test's database connection
+    # (on PostgreSQL that would end the transaction holding the shipped data).
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        run_schemathesis(alice_token)
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
+def run_schemathesis(alice_token: str) -> None:
     schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application(), config=CONFIG)
     token_headers = {"Authorization": auth(alice_token)["HTTP_AUTHORIZATION"]}
     calls: Counter[tuple[str, str]] = Counter()
