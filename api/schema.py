@@ -42,7 +42,6 @@ DESCRIPTIONS = {
     "401": "Missing, unknown or revoked token.",
     "403": "The token may not do this.",
     "404": "No such object (or no such page: an unknown cursor).",
-    "406": "Not acceptable.",
     "409": "Conflicts with a run the index already holds.",
     "413": "The request body is too large.",
     "415": "The body must be application/json.",
@@ -58,7 +57,7 @@ def add_error_responses(result: dict[str, Any], generator: Any, request: Any, pu
                 continue
             responses = operation.setdefault("responses", {})
             # 404: an unknown object in the path, or a cursor the API never handed out.
-            codes = ["400", "401", "404", "406", "429"]
+            codes = ["400", "401", "404", "429"]
             if method == "post":
                 codes += ["403", "409", "413", "415"]
             for code in codes:

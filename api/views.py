@@ -25,7 +25,6 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.generics import GenericAPIView
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -33,13 +32,14 @@ from api import exports, serializers
 from api.exceptions import ApiError
 from api.models import ApiToken
 from api.pagination import Key, KeysetPagination
+from api.parsers import BoundedJSONParser, CanonicalJSONParser
 from api.permissions import HasApiToken
 from api.services import ManifestError, SubmissionRefused, manifest_submit
 from api.throttling import AnonThrottle, SubmissionThrottle, TokenThrottle
 from attestations import services as attestation_services
 from attestations.forms import AttestationForm, IssueReportForm
 from attestations.models import Attestation
-from kernelindex import canonical, ratelimit
+from kernelindex import ratelimit
 from kernelindex.clients import client_key
 from runs import selectors
 from runs.manifests import DIGEST_FIELDS
@@ -378,21 +378,6 @@ class AttestationViewSet(ApiMixin, mixins.ListModelMixin, viewsets.GenericViewSe
 # -- writes ------------------------------------------------------------------------------------
 
 
-class CanonicalJSONParser(JSONParser):
-    """Strict JSON for manifests: no NaN/Infinity, no duplicate keys, nothing JCS cannot carry."""
-
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        from rest_framework.exceptions import ParseError
-
-        raw = stream.read() if stream is not None else b""
-        try:
-            return canonical.loads(raw)
-        except canonical.CanonicalError as error:
-            raise ParseError(f"The body is JSON that canonical JSON cannot carry: {error}")
-        except (ValueError, UnicodeDecodeError) as error:
-            raise ParseError(f"The body is not valid JSON: {error}")
-
-
 _ROLE_PATH = re.compile(r"\b(run|protocol|environment|workload|implementation) (?:document )?(spec(?:\.[\w]+)+)")
 _DIGEST_MISMATCH = re.compile(r"digest mismatch for the (\w+) document")
 _CANONICAL_PATH = re.compile(r"\$\.([\w.\[\]]+)")
@@ -468,6 +453,7 @@ class _RunPostView(ApiMixin, GenericAPIView):
     """POST about one run through the same form, service and rate limit as its web page."""
 
     throttle_classes = [SubmissionThrottle, TokenThrottle, AnonThrottle]
+    parser_classes = [BoundedJSONParser]
     pagination_class = None
     fields_map: dict[str, str] = {}
     form_class: Any = None

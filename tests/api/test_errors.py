@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
+from runs.models import Run
 from tests.api.conftest import auth
+from tests.factories import import_bundles, reference_bundle
 
 pytestmark = pytest.mark.django_db
 
@@ -82,17 +84,25 @@ def test_a_token_with_unusual_bytes_is_401_not_500(client: Any) -> None:
     assert error_of(response)["code"] == "authentication_failed"
 
 
-def test_an_oversized_manifest_is_413(client: Any, alice_token: str, settings: Any) -> None:
+@pytest.mark.parametrize("url", ["/api/v1/manifests/", "/api/v1/runs/{id}/reports/", "/api/v1/runs/{id}/attestations/"])
+def test_an_oversized_body_is_413(client: Any, alice_token: str, settings: Any, url: str) -> None:
+    import_bundles([reference_bundle()])
+    url = url.format(id=Run.objects.get().public_id)
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
-    response = client.generic(
-        "POST",
-        "/api/v1/manifests/",
-        "{" + '"x":1,' * 400 + '"y":1}',
-        content_type="application/json",
-        **auth(alice_token),
-    )
-    assert response.status_code in {400, 413}
-    assert error_of(response)["code"] in {"request_too_large", "parse_error"}
+    body = "{" + '"x":1,' * 400 + '"y":1}'
+    response = client.generic("POST", url, body, content_type="application/json", **auth(alice_token))
+    assert response.status_code == 413
+    assert error_of(response)["code"] == "request_too_large"
+
+
+@pytest.mark.parametrize("url", ["/api/v1/manifests/", "/api/v1/runs/{id}/attestations/"])
+def test_a_deeply_nested_body_is_400(client: Any, alice_token: str, url: str) -> None:
+    import_bundles([reference_bundle()])
+    url = url.format(id=Run.objects.get().public_id)
+    body = "[" * 200000 + "]" * 200000
+    response = client.generic("POST", url, body, content_type="application/json", **auth(alice_token))
+    assert response.status_code == 400
+    assert error_of(response)["code"] == "parse_error"
 
 
 def test_an_unexpected_error_is_still_json(client: Any, monkeypatch: Any) -> None:
