@@ -7,7 +7,6 @@ Redis or the database cache; the counts pin the API's own queries).
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -26,9 +25,6 @@ from kernelindex import canonical
 from tests.factories import REPO, import_bundles, sol_bundle
 
 DATA = REPO / "data"
-WORKLOAD_62 = (
-    DATA / "sol-execbench" / "definitions" / "L1" / "062_kv_cache_update_with_rope_backward" / "workload.jsonl"
-)
 # When the shipped data was "published" in the golden files: pins publishedAt.
 FROZEN_NOW = datetime(2026, 8, 24, 12, 0, tzinfo=UTC)
 SITE_URL = "https://kernelindex.example"
@@ -106,53 +102,15 @@ def shipped_data(_shipped_module: None, db: None) -> None:
     """Everything under data/, imported (once per module)."""
 
 
-def rerun_bundle(*, revision: str = "reference") -> dict[str, Any]:
-    """A bundle written by the KernelIndex rerun harness (reruns.harness.manifest) for L1 kernel 62.
-
-    Committed rerun bundles (data/reruns/*.json) are used when there are any; until then the
-    harness's own builder writes one from the definition's real cases, for a run whose every
-    case failed with RUNTIME_ERROR — a result that carries no timing, so no number is made up.
-    """
-    shipped = sorted((DATA / "reruns").glob("**/*.json")) if (DATA / "reruns").exists() else []
-    for path in shipped:
-        bundle = json.loads(path.read_text())
-        if (
-            isinstance(bundle, dict)
-            and bundle.get("protocol", {}).get("spec", {}).get("comparability", {}).get("family") == "kernelindex_rerun"
-        ):
-            return bundle
-    from reruns.harness.manifest import build_bundle
-
-    cases = []
-    for index, line in enumerate(WORKLOAD_62.read_text().splitlines()):
-        record = json.loads(line)
-        cases.append({"index": index, "id": record["uuid"], "axes": record["axes"], "tolerance": record["tolerance"]})
-    bundle = build_bundle(
-        definition_name="062_kv_cache_update_with_rope_backward",
-        cases=cases,
-        implementation={"revision": revision, "codeDigest": "sha256:" + "0" * 64},
-        environment={"product": "H200", "libraries": {"torch": "2.11", "cuda": "13.0"}},
-        case_results=[
-            {"index": c["index"], "id": c["id"], "status": "RUNTIME_ERROR", "timer": None, "trialMediansNs": []}
-            for c in cases
-        ],
-        observed_at="2026-11-30T12:00:00.000Z",
-    )
-    # The harness writes {"median": null} for a run with no timing; runs.manifests accepts only
-    # numbers there, so the null is left out (the run document is not declared anywhere, so no
-    # digest changes).
-    latency = bundle["run"]["spec"]["timing"]["latencyNs"]
-    for key in [key for key, value in latency.items() if value is None]:
-        del latency[key]
-    return bundle
+def rerun_bundle() -> dict[str, Any]:
+    """A bundle the KernelIndex rerun harness wrote on an H200: L1 kernel 10's reference
+    (data/reruns, committed by the rerun work of issue 6)."""
+    return json.loads((DATA / "reruns" / "L1-010-reference-H200.json").read_text())
 
 
 def submitter_bundle(*, submission_id: int = 900001, username: str = "TH3CHARLie | TileGym") -> dict[str, Any]:
     """A SOL-shaped bundle as alice's team would send it (the reference run's numbers)."""
-    bundle = copy.deepcopy(
-        sol_bundle(submission_id=submission_id, username=username, sol_score=0.988198, latency_ms=0.01858)
-    )
-    return bundle
+    return sol_bundle(submission_id=submission_id, username=username, sol_score=0.988198, latency_ms=0.01858)
 
 
 def spread_bundles(n: int) -> list[dict[str, Any]]:
