@@ -207,6 +207,7 @@ class _Importer:
         self.benchmarks: dict[tuple[int, str], Benchmark] = {}
         self.groups: dict[str, ComparisonGroup] = {}
         self.groups_by_parts: dict[tuple[str, ...], ComparisonGroup] = {}
+        self.keys_by_parts: dict[tuple[str, ...], tuple[dict[str, Any], str]] = {}
         self.projects: dict[str, Project] = {}
         self.touched_groups: set[int] = set()
         self.now = timezone.now()
@@ -289,6 +290,8 @@ class _Importer:
         cache_key = (family, source.slug, benchmark.native_id, product) + names
         if cache_key in self.groups_by_parts:
             return cache_key, {}, self.groups_by_parts[cache_key].key
+        if cache_key in self.keys_by_parts:
+            return (cache_key, *self.keys_by_parts[cache_key])
         parts = ranking.comparison_key_document(
             family=family,
             source=source.slug,
@@ -297,7 +300,8 @@ class _Importer:
             harness_name=names[0],
             harness_version=names[1],
         )
-        return cache_key, parts, canonical.key_digest(parts)
+        self.keys_by_parts[cache_key] = (parts, canonical.key_digest(parts))
+        return (cache_key, *self.keys_by_parts[cache_key])
 
     def _new_group(
         self, bundle: VerifiedBundle, source: Source, benchmark: Benchmark, parts: dict[str, Any], key: str
