@@ -33,6 +33,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kernelindex.settings")
 def board(kernel_index: int, tag: str, rows: int, users: list[str], rng: random.Random) -> dict:
     baseline = round(rng.uniform(0.01, 2.0), 6)
     entries = []
+    # Distinct scores so the published ranks are unambiguous.
+    scores = [score / 1_000_000 for score in rng.sample(range(50_000, 990_000), rows)]
     for index, username in enumerate(rng.sample(users, rows)):
         latency = round(baseline * rng.uniform(0.3, 3.0), 6)
         entries.append(
@@ -40,7 +42,7 @@ def board(kernel_index: int, tag: str, rows: int, users: list[str], rng: random.
                 "submission_id": kernel_index * 100000 + index,
                 "user_id": users.index(username),
                 "username": username,
-                "sol_score": round(rng.uniform(0.05, 0.99), 6),
+                "sol_score": scores[index],
                 "latency_ms": latency,
                 "fast_1_count": rng.randint(0, 16),
                 "fast_1_total": 16,
@@ -49,7 +51,6 @@ def board(kernel_index: int, tag: str, rows: int, users: list[str], rng: random.
                 f"{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999999):06d}",
             }
         )
-    # Distinct scores so the published ranks are unambiguous.
     entries.sort(key=lambda e: (-e["sol_score"], e["submission_id"]))
     previous = None
     for rank, entry in enumerate(entries, start=1):
@@ -102,6 +103,7 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
     from django.db import connection
+    from django.db.models import F
 
     from runs.models import Run
 
@@ -153,6 +155,9 @@ def main() -> None:
                 f"{rate:,.0f} runs/s = {rate / GOAL:.2f}× the {GOAL:,.0f} runs/s goal"
             )
         print(f"{Run.objects.count() - before} runs added")
+        ranked = Run.objects.filter(benchmark__native_id__contains=f"_bench_{tag}_", is_reference=False)
+        agree = ranked.filter(rank=F("source_rank")).count()
+        print(f"computed ranks equal to the published ranks: {agree} of {ranked.count()}")
         for statement, (count, seconds) in sorted(stats.items(), key=lambda item: -item[1][1])[:12]:
             print(f"  {seconds:7.2f} s  {count:6.0f}×  {statement}")
 
