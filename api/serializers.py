@@ -414,3 +414,9 @@ class ReceivedSerializer(serializers.Serializer):
     reference = serializers.CharField(help_text="Quote it to moderators.")
     state = serializers.CharField(help_text="pending (attestations) or open (reports) until a moderator acts.")
     run = serializers.CharField(help_text="Public id of the run.")
+
+
+class ApiRootSerializer(serializers.Serializer):
+    endpoints = serializers.DictField(child=serializers.URLField())
+    schema = serializers.URLField()
+    docs = serializers.URLField()

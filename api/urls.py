@@ -21,6 +21,7 @@ router.register("implementations", views.ImplementationViewSet, basename="implem
 router.register("attestations", views.AttestationViewSet, basename="attestation")
 
 v1 = [
+    path("", views.ApiRootView.as_view(), name="root"),
     path("manifests/", views.ManifestView.as_view(), name="manifests"),
     path("runs/<str:id>/attestations/", views.AttestationCreateView.as_view(), name="run-attestations"),
     path("runs/<str:id>/reports/", views.ReportCreateView.as_view(), name="run-reports"),

@@ -115,6 +115,38 @@ def etag_response(request: Request, data: Any) -> Response:
     return response
 
 
+ROOT_LINKS = (
+    "runs",
+    "groups",
+    "benchmarks",
+    "sources",
+    "protocols",
+    "environments",
+    "workloads",
+    "implementations",
+    "attestations",
+    "manifests",
+)
+
+
+class ApiRootView(ApiMixin, GenericAPIView):
+    """Where everything is: the endpoints, the schema and the docs."""
+
+    pagination_class = None
+    serializer_class = serializers.ApiRootSerializer
+
+    @extend_schema(summary="API index", responses={200: serializers.ApiRootSerializer})
+    def get(self, request: Request) -> Response:
+        base = request.build_absolute_uri("/api/")
+        return Response(
+            {
+                "endpoints": {name: f"{base}v1/{name}/" for name in ROOT_LINKS},
+                "schema": f"{base}schema/",
+                "docs": f"{base}docs/",
+            }
+        )
+
+
 # -- runs --------------------------------------------------------------------------------------
 
 RUN_ORDERINGS = {

@@ -63,3 +63,12 @@ def test_the_docs_pages_load_nothing_from_a_cdn(client: Any, url: str, asset: st
     html = response.content.decode()
     assert f"/static/drf_spectacular_sidecar/{asset}" in html
     assert "cdn." not in html and "unpkg" not in html and "jsdelivr" not in html
+
+
+@pytest.mark.django_db
+def test_the_index_links_every_endpoint(client: Any) -> None:
+    index = client.get("/api/v1/").json()
+    assert index["schema"].endswith("/api/schema/") and index["docs"].endswith("/api/docs/")
+    for url in index["endpoints"].values():
+        method = client.post if url.endswith("/manifests/") else client.get
+        assert method(url, {}, format="json").status_code in {200, 401}
