@@ -54,6 +54,15 @@ def test_it_imports_every_shipped_file_and_a_second_import_changes_nothing(db: A
     assert snapshot() == first
 
 
+def test_all_of_data_including_other_areas_files_imports_and_reimports_unchanged(db: Any) -> None:
+    # What scripts/serve does: `manage.py import data/`, whatever other areas ship there.
+    import_paths(DATA)
+    first = snapshot()
+    assert first["counts"]["Run"] >= 275
+    import_paths(DATA)
+    assert snapshot() == first
+
+
 def test_it_imports_each_file_on_its_own_too(db: Any) -> None:
     for path in (REFERENCE, BOARD, KERNEL_API, DEFINITION_10, TRACE, KERNELBENCH):
         import_paths(path)
