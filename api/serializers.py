@@ -15,7 +15,7 @@ from rest_framework import serializers
 
 from attestations.forms import STATISTICS
 from attestations.models import UNIT_NS, AttestationKind, ReportCategory
-from runs import ranking
+from runs import ranking, selectors
 from runs.manifests import KINDS
 from runs.models import ComparisonGroup, Run
 
@@ -134,6 +134,13 @@ class RunSerializer(serializers.Serializer):
         return _spec_object(run, "sourceNative", "metrics")
 
 
+class RunDisplaySerializer(serializers.Serializer):
+    implementation = serializers.CharField()
+    project = serializers.CharField()
+    revision = serializers.CharField()
+    externalId = serializers.CharField()
+
+
 class RunDetailSerializer(RunSerializer):
     """One run with what its page adds: the declared digests, labels, provenance."""
 
@@ -148,11 +155,25 @@ class RunDetailSerializer(RunSerializer):
     provenanceUrl = serializers.CharField(source="provenance_url")
     retrievedAt = serializers.DateTimeField(source="retrieved_at", allow_null=True)
     manifestUrl = serializers.SerializerMethodField()
+    display = serializers.SerializerMethodField(
+        help_text="Implementation, project, revision and external id exactly as the run's page shows them."
+    )
     cases = serializers.SerializerMethodField()
 
     @extend_schema_field({"type": "string", "format": "uri"})
     def get_manifestUrl(self, run: Run) -> str:  # noqa: N802 (DRF names the method after the field)
         return settings.SITE_URL + f"/runs/{run.public_id}.json"
+
+    @extend_schema_field(RunDisplaySerializer)
+    def get_display(self, run: Run) -> dict[str, str]:
+        # The page's own labels (runs.selectors), so the JSON and the page never disagree.
+        labels = selectors.identity_labels(run)
+        return {
+            "implementation": labels["implementation"],
+            "project": labels["project"],
+            "revision": labels["revision"],
+            "externalId": labels["external_id"],
+        }
 
     @extend_schema_field({"type": "array", "items": {"type": "object", "additionalProperties": True}})
     def get_cases(self, run: Run) -> list[Any]:

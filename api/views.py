@@ -233,8 +233,8 @@ class RunViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
 
     @_export_schema(
         exports.JSONL,
-        "One canonical manifest bundle per line, exactly as `manage.py export` writes them; "
-        "`manage.py import` reads the file back with every digest unchanged.",
+        "One canonical manifest bundle per line, exactly as `manage.py export` writes them (published "
+        "runs only); `manage.py import` reads the file back with every digest unchanged.",
     )
     @action(detail=False, methods=["get"], url_path="export/bundles", pagination_class=None)
     def export_bundles(self, request: Request) -> HttpResponseBase:

@@ -53,6 +53,14 @@ def test_it_pins_the_reference_run(client: Any, shipped_data: None) -> None:
     assert data["url"] == f"{SITE_URL}/runs/{run.public_id}/"
     assert data["digest"] == run.digest
     assert data["protocolDigest"] == "sha256:6383f62490dad270ad2146a94f67b48fba5cfcbc0b9b180f02665c69cc4433a0"
+    # The page's identity block: "implementation TH3CHARLie | TileGym", "revision submission-27772",
+    # "external id submission/27772".
+    assert data["display"] == {
+        "implementation": "TH3CHARLie | TileGym",
+        "project": "TH3CHARLie | TileGym",
+        "revision": "submission-27772",
+        "externalId": "submission/27772",
+    }
     assert_golden("run_reference.json", data)
 
 
