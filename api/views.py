@@ -9,14 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Count, F, IntegerField, OuterRef, Prefetch, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import Http404, HttpResponseBase
-from django.utils import timezone
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
@@ -28,7 +27,7 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api import exports, serializers
+from api import exports, filters, serializers
 from api.exceptions import ApiError
 from api.models import ApiToken
 from api.pagination import Key, KeysetPagination
@@ -55,13 +54,11 @@ from runs.models import (
     Workload,
 )
 
-from . import filters
-
 # Sentinels that sort after every real value, so nulls come last in both directions.
 _LAST_INT = 2**31 - 1
 _LAST_FLOAT = 1e300
-_FIRST_TIME = timezone.datetime(1, 1, 1, tzinfo=UTC)
-_LAST_TIME = timezone.datetime(9999, 12, 31, tzinfo=UTC)
+_FIRST_TIME = datetime(1, 1, 1, tzinfo=UTC)
+_LAST_TIME = datetime(9999, 12, 31, tzinfo=UTC)
 
 
 def _count(model: Any, field: str, **conditions: Any) -> Coalesce:
