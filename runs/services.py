@@ -650,12 +650,7 @@ def _import_batch(importer: _Importer, bundles: list[VerifiedBundle], result: Im
         if run is None and identity in importer.pending:
             # Already created earlier in this import (not written yet): the later row wins.
             earlier = importer.pending[identity][0]
-            row = {(name + "_id" if name in _FOREIGN_KEYS else name): value for name, value in fields.items()}
-            for name in _FOREIGN_KEYS:
-                row[name + "_id"] = row[name + "_id"].pk if row[name + "_id"] is not None else None
-            row.update(
-                identity=identity, public_id=earlier["public_id"], published_at=earlier["published_at"], revision=1
-            )
+            row = _new_row(fields, identity, earlier["public_id"], earlier["published_at"])
             importer.pending[identity] = (row, importer.describe(_bundle))
             result.run_ids.append(earlier["public_id"])
             importer.touched_groups.add(fields["group"].pk)
@@ -663,62 +658,68 @@ def _import_batch(importer: _Importer, bundles: list[VerifiedBundle], result: Im
         if run is None:
             public_id = _free_public_id(identity, taken)
             taken.add(public_id)
-            row = {(name + "_id" if name in _FOREIGN_KEYS else name): value for name, value in fields.items()}
-            for name in _FOREIGN_KEYS:
-                row[name + "_id"] = row[name + "_id"].pk if row[name + "_id"] is not None else None
-            row.update(identity=identity, public_id=public_id, published_at=published_hint or importer.now, revision=1)
+            row = _new_row(fields, identity, public_id, published_hint or importer.now)
             importer.pending[identity] = (row, importer.describe(_bundle))
             importer.pending_public_ids.add(public_id)
             result.created += 1
             result.run_ids.append(public_id)
             importer.touched_groups.add(fields["group"].pk)
             continue
-        else:
-            fields["revision"] = run.revision
-            changes = {}
-            for name, value in fields.items():
-                attname = (
-                    name + "_id"
-                    if name in {"source", "benchmark", "group", "protocol", "environment", "workload", "implementation"}
-                    else name
-                )
-                old = getattr(run, attname)
-                new = value.pk if hasattr(value, "pk") and attname.endswith("_id") else value
-                if value is None and attname.endswith("_id"):
-                    new = None
-                if old != new:
-                    changes[name] = [_jsonable(old), _jsonable(new)]
-            if not changes:
-                result.unchanged += 1
-                result.run_ids.append(run.public_id)
-                importer.touched_groups.add(run.group_id)
-                continue
-            previous_digest = run.digest
-            label, why = importer.describe(_bundle)
-            for name, value in fields.items():
-                setattr(run, name, value)
-            run.revision += 1
-            changed_runs.append(run)
-            revisions.append(
-                RunRevision(
-                    run=run,
-                    number=run.revision,
-                    digest=run.digest,
-                    document=run.document,
-                    previous_digest=previous_digest if previous_digest != run.digest else "",
-                    actor=importer.actor,
-                    actor_label=label,
-                    reason=why,
-                    changes={k: v for k, v in changes.items() if k != "document"},
-                )
+        # An existing run: unchanged, or a new revision.
+        fields["revision"] = run.revision
+        changes = {}
+        for name, value in fields.items():
+            attname = (
+                name + "_id"
+                if name in {"source", "benchmark", "group", "protocol", "environment", "workload", "implementation"}
+                else name
             )
-            result.updated += 1
+            old = getattr(run, attname)
+            new = value.pk if hasattr(value, "pk") and attname.endswith("_id") else value
+            if value is None and attname.endswith("_id"):
+                new = None
+            if old != new:
+                changes[name] = [_jsonable(old), _jsonable(new)]
+        if not changes:
+            result.unchanged += 1
+            result.run_ids.append(run.public_id)
+            importer.touched_groups.add(run.group_id)
+            continue
+        previous_digest = run.digest
+        label, why = importer.describe(_bundle)
+        for name, value in fields.items():
+            setattr(run, name, value)
+        run.revision += 1
+        changed_runs.append(run)
+        revisions.append(
+            RunRevision(
+                run=run,
+                number=run.revision,
+                digest=run.digest,
+                document=run.document,
+                previous_digest=previous_digest if previous_digest != run.digest else "",
+                actor=importer.actor,
+                actor_label=label,
+                reason=why,
+                changes={k: v for k, v in changes.items() if k != "document"},
+            )
+        )
+        result.updated += 1
         result.run_ids.append(run.public_id)
         importer.touched_groups.add(fields["group"].pk)
     if changed_runs:
         Run.objects.bulk_update(changed_runs, list(_UPDATABLE), batch_size=500)
     if revisions:
         RunRevision.objects.bulk_create(revisions, batch_size=1000)
+
+
+def _new_row(fields: dict[str, Any], identity: str, public_id: str, published_at: datetime) -> dict[str, Any]:
+    """A new run's columns for ``insert_rows`` (foreign keys as ids)."""
+    row = {name: value for name, value in fields.items() if name not in _FOREIGN_KEYS}
+    for name in _FOREIGN_KEYS:
+        row[name + "_id"] = fields[name].pk if fields[name] is not None else None
+    row.update(identity=identity, public_id=public_id, published_at=published_at, revision=1)
+    return row
 
 
 def _insert_pending(importer: _Importer) -> set[int]:
