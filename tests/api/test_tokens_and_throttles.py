@@ -43,6 +43,9 @@ def test_the_admin_shows_a_new_token_once_and_keeps_only_its_hash(staff: Any, al
     token.refresh_from_db()
     assert token.revoked_at is not None and "moderator" in token.revoked_reason
     assert ModerationEvent.objects.filter(action="api_token.revoked", actor=staff).exists()
+    # Both show in the moderators' log.
+    log = browser.get("/admin/attestations/moderationevent/")
+    assert log.status_code == 200 and "api_token.revoked" in log.content.decode()
     assert api.get("/api/v1/runs/", **auth(raw)).status_code == 401
 
 
