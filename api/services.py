@@ -95,9 +95,22 @@ def _declared_submitter(bundle: VerifiedBundle) -> str:
 
 
 def _evidence_level(bundle: VerifiedBundle, token: ApiToken) -> str:
-    """DESIGN §3: kernelindex_rerun only for a rerun token AND a bundle of the rerun harness."""
+    """DESIGN §3: kernelindex_rerun only for a rerun token AND a bundle of the rerun harness.
+
+    A submission never joins a source's boards: other than KernelIndex's reruns it must name the
+    source "submitted", so its comparison key (which includes the source) is its own.
+    """
     comparability = bundle.docs["protocol"]["spec"].get("comparability")
     family = comparability.get("family", "") if isinstance(comparability, dict) else ""
+    source = bundle.run_spec["sourceNative"]["source"]
+    allowed = {"kernelindex"} if family == RERUN_FAMILY else run_services.SUBMITTABLE_SOURCES
+    if source in run_services.KNOWN_SOURCES and source not in allowed:
+        raise SubmissionRefused(
+            "source_not_submittable",
+            f"Runs of source {source!r} are recorded only by its importer; "
+            f"a submission names the source {sorted(allowed)[0]!r}.",
+            field="run.spec.sourceNative.source",
+        )
     if family == RERUN_FAMILY:
         if not token.may_record_reruns:
             raise SubmissionRefused(

@@ -23,13 +23,16 @@ from django.utils.dateparse import parse_datetime
 from django.utils.text import slugify
 
 from kernelindex import canonical
-from runs import ranking
+from runs import ranking, reruns
 from runs.manifests import (
     A_EVIDENCE,
     A_PROVENANCE_URL,
+    A_PUBLIC_REASON,
     A_PUBLISHED,
+    A_QUARANTINED,
     A_RETRIEVED_AT,
     A_SOURCE_RANK,
+    A_VISIBILITY,
     ManifestError,
     VerifiedBundle,
 )
@@ -55,7 +58,12 @@ KNOWN_SOURCES = {
     "kernelbench": ("KernelBench", "https://github.com/ScalingIntelligence/KernelBench"),
     "gpu-mode": ("GPU MODE", "https://www.gpumode.com/"),
     "kernelindex": ("KernelIndex", ""),
+    # Runs their authors sent through the API (submitter_reported), with no source behind them.
+    "submitted": ("Submitted by their authors", ""),
 }
+# Sources whose runs only their importer (or KernelIndex's own rerun harness) may record: an API
+# submission naming one would rank inside that source's boards.
+SUBMITTABLE_SOURCES = {"submitted"}
 
 # Words whose case a humanised title must keep.
 _TITLE_WORDS = {
@@ -160,6 +168,58 @@ def run_identity(bundle: VerifiedBundle) -> dict[str, Any]:
         "harness": {"name": str(harness.get("name", "")), "version": str(harness.get("version", ""))},
         "externalId": native["externalId"],
     }
+
+
+def benchmark_target(bundle: VerifiedBundle) -> tuple[str, str]:
+    """(source slug, native id) of the benchmark a run belongs to.
+
+    The benchmark its workload document names when the bundle carries one, else the run's own
+    source and ``sourceNative.benchmark``. So a KernelIndex rerun of a SOL-ExecBench definition
+    (workload ``spec.benchmark`` = {source: "sol-execbench", nativeId: "062_…"}) belongs to
+    SOL-ExecBench's benchmark, the same row as the source's boards and catalogue, while the
+    run's source (and its comparison key's source) stays KernelIndex.
+    """
+    native = bundle.run_spec["sourceNative"]
+    workload = bundle.docs.get("workload")
+    target = workload["spec"].get("benchmark") if workload else None
+    if not isinstance(target, dict) or not target.get("source"):
+        return str(native["source"]), str(native["benchmark"])
+    native_id = str(target.get("nativeId") or native["benchmark"])
+    if native_id != str(native["benchmark"]):
+        raise ManifestError(
+            f"{bundle.origin}: the run names benchmark {native['benchmark']!r} but its workload is "
+            f"benchmark {native_id!r} of {target['source']!r}"
+        )
+    return str(target["source"]), native_id
+
+
+def evidence_level_for(bundle: VerifiedBundle, *, default: str, trust_annotations: bool) -> str:
+    """The evidence level a bundle is recorded with (DESIGN §3). The one rule:
+
+    - An operator's import (``trust_annotations``: ``manage.py import``, the trusted path)
+      records a bundle of the KernelIndex rerun harness (``runs.reruns.is_rerun_bundle``) as
+      ``kernelindex_rerun``, and any other bundle with the level its export annotation states
+      (so an export re-imports as it was), else ``default``.
+    - Every other caller gets ``default``: the API passes ``kernelindex_rerun`` only for a rerun
+      token and ``submitter_reported`` otherwise; annotations are never read.
+    - Whoever asks, ``kernelindex_rerun`` is refused for a bundle the rerun harness did not write.
+    """
+    origin = bundle.origin
+    evidence = default
+    if trust_annotations:
+        if reruns.is_rerun_bundle(bundle.docs):
+            evidence = EvidenceLevel.KERNELINDEX_RERUN
+        elif A_EVIDENCE in bundle.annotations:
+            evidence = bundle.annotations[A_EVIDENCE]
+    if evidence not in EvidenceLevel.values:
+        raise ManifestError(f"{origin}: unknown evidence level {evidence!r}")
+    if evidence == EvidenceLevel.KERNELINDEX_RERUN and not reruns.is_rerun_bundle(bundle.docs):
+        raise ManifestError(
+            f"{origin}: only a run measured by the KernelIndex rerun harness (source {reruns.RERUN_SOURCE!r}, "
+            f"harness {reruns.RERUN_HARNESS!r}, comparability family {reruns.RERUN_FAMILY!r}) can have "
+            "evidence level kernelindex_rerun"
+        )
+    return evidence
 
 
 def public_id_candidates(identity_json: str) -> Iterable[str]:
@@ -339,10 +399,11 @@ class _Importer:
         of queries (a get_or_create each cost four round trips per board)."""
         wanted: dict[tuple[int, str], Source] = {}
         for bundle in bundles:
-            native = bundle.run_spec["sourceNative"]
-            source = self.source(native["source"], bundle.origin)
-            if (source.pk, native["benchmark"]) not in self.benchmarks:
-                wanted[(source.pk, native["benchmark"])] = source
+            self.source(bundle.run_spec["sourceNative"]["source"], bundle.origin)
+            slug, native_id = benchmark_target(bundle)
+            source = self.source(slug, bundle.origin)
+            if (source.pk, native_id) not in self.benchmarks:
+                wanted[(source.pk, native_id)] = source
         if wanted:
             for benchmark in Benchmark.objects.filter(
                 source_id__in={pk for pk, _ in wanted}, native_id__in={name for _, name in wanted}
@@ -361,9 +422,9 @@ class _Importer:
                     self.benchmarks.setdefault((benchmark.source_id, benchmark.native_id), benchmark)
         new: dict[str, tuple[tuple[str, ...], VerifiedBundle, Source, Benchmark, dict[str, Any]]] = {}
         for bundle in bundles:
-            native = bundle.run_spec["sourceNative"]
-            source = self.sources[native["source"]]
-            benchmark = self.benchmarks.get((source.pk, native["benchmark"]))
+            source = self.sources[bundle.run_spec["sourceNative"]["source"]]
+            slug, native_id = benchmark_target(bundle)
+            benchmark = self.benchmarks.get((self.sources[slug].pk, native_id))
             if benchmark is None:
                 continue
             cache_key, parts, key = self._group_key(bundle, source, benchmark)
@@ -469,13 +530,8 @@ class _Importer:
         native = spec["sourceNative"]
         origin = bundle.origin
         source = self.source(native["source"], origin)
-        benchmark_source = source
-        workload_doc = bundle.docs.get("workload")
-        if workload_doc:
-            target = workload_doc["spec"].get("benchmark")
-            if isinstance(target, dict) and target.get("source"):
-                benchmark_source = self.source(str(target["source"]), origin)
-        benchmark = self.benchmark(benchmark_source, native["benchmark"])
+        benchmark_slug, benchmark_id = benchmark_target(bundle)
+        benchmark = self.benchmark(self.source(benchmark_slug, origin), benchmark_id)
         group = self.group(bundle, source, benchmark)
         metrics = native.get("metrics", {})
         timing = spec["timing"]
@@ -488,16 +544,7 @@ class _Importer:
         if status is None:
             raise ManifestError(f"{origin}: run spec.status {spec['status']!r} is not one of {sorted(_STATUS_MAP)}")
         annotations = bundle.annotations
-        evidence = self.evidence_level
-        if self.trust_annotations and A_EVIDENCE in annotations:
-            evidence = annotations[A_EVIDENCE]
-            if evidence not in EvidenceLevel.values:
-                raise ManifestError(f"{origin}: unknown evidence level {evidence!r}")
-        if evidence == EvidenceLevel.KERNELINDEX_RERUN and group.family != "kernelindex_rerun":
-            raise ManifestError(
-                f"{origin}: only a run measured by the KernelIndex rerun harness can have "
-                f"evidence level kernelindex_rerun (this protocol's family is {group.family!r})"
-            )
+        evidence = evidence_level_for(bundle, default=self.evidence_level, trust_annotations=self.trust_annotations)
         implementation = docs["implementation"].get(bundle.declared.get("implementation", ""))
         submitter = str(native.get("submitter") or (implementation.submitter if implementation else ""))
         metadata = bundle.run.get("metadata", {})
@@ -508,6 +555,7 @@ class _Importer:
         )
         provenance = annotations.get(A_PROVENANCE_URL, "")
         source_rank = annotations.get(A_SOURCE_RANK)
+        moderation = moderation_from_annotations(annotations, origin) if self.trust_annotations else {}
         return {
             "digest": bundle.digests["run"],
             "document": bundle.texts.get("run") or canonical.dumps_str(bundle.run),
@@ -541,6 +589,7 @@ class _Importer:
             "source_rank": source_rank if isinstance(source_rank, int) and not isinstance(source_rank, bool) else None,
             "observed_at": parse_timestamp(spec.get("observedAt"), where=f"{origin}: run spec.observedAt"),
             "published_at_hint": published,
+            "moderation_hint": moderation,
             "provenance_url": str(provenance)[:1000] if isinstance(provenance, str) else "",
             "retrieved_at": parse_timestamp(annotations.get(A_RETRIEVED_AT), where=f"{origin}: {A_RETRIEVED_AT}"),
         }
@@ -599,7 +648,10 @@ def bundles_import(
 
     ``trust_annotations`` (operators' ``manage.py import`` only) takes the evidence level,
     publication date and provenance from ``kernelindex.dev/…`` annotations, so an export
-    re-imports as it was. The API never trusts them.
+    re-imports as it was. The API never trusts them. The moderation state an export carries
+    (visibility, quarantine, public reason) is given to the runs the import creates; a run
+    already in the index keeps its own, which only the moderation services change (each
+    with a ModerationEvent): re-importing data/ or an old export must not undo a hide.
 
     ``describe`` gives each bundle's own (actor label, reason) for its revision, so one call can
     import the bundles of many files (``manage.py import`` does: one batch per 2,000 runs, not
@@ -646,11 +698,14 @@ def _import_batch(importer: _Importer, bundles: list[VerifiedBundle], result: Im
     revisions: list[RunRevision] = []
     for identity, (_bundle, fields) in rows.items():
         published_hint = fields.pop("published_at_hint")
+        # Moderation state from a trusted export applies to runs this import creates only.
+        moderation = fields.pop("moderation_hint")
         run = existing.get(identity)
         if run is None and identity in importer.pending:
             # Already created earlier in this import (not written yet): the later row wins.
             earlier = importer.pending[identity][0]
             row = _new_row(fields, identity, earlier["public_id"], earlier["published_at"])
+            row.update(moderation)
             importer.pending[identity] = (row, importer.describe(_bundle))
             result.run_ids.append(earlier["public_id"])
             importer.touched_groups.add(fields["group"].pk)
@@ -659,6 +714,7 @@ def _import_batch(importer: _Importer, bundles: list[VerifiedBundle], result: Im
             public_id = _free_public_id(identity, taken)
             taken.add(public_id)
             row = _new_row(fields, identity, public_id, published_hint or importer.now)
+            row.update(moderation)
             importer.pending[identity] = (row, importer.describe(_bundle))
             importer.pending_public_ids.add(public_id)
             result.created += 1
@@ -711,6 +767,29 @@ def _import_batch(importer: _Importer, bundles: list[VerifiedBundle], result: Im
         Run.objects.bulk_update(changed_runs, list(_UPDATABLE), batch_size=500)
     if revisions:
         RunRevision.objects.bulk_create(revisions, batch_size=1000)
+
+
+def moderation_from_annotations(annotations: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The moderation columns a trusted export states (``manifests.run_annotations`` writes
+    them only when not the default); {} when it states none. Wrong types are a clear error."""
+    where = f"{origin}: " if origin else ""
+    state: dict[str, Any] = {}
+    if A_VISIBILITY in annotations:
+        visibility = annotations[A_VISIBILITY]
+        if visibility not in Visibility.values:
+            raise ManifestError(f"{where}{A_VISIBILITY} is {visibility!r}, expected one of {Visibility.values}")
+        state["visibility"] = visibility
+    if A_QUARANTINED in annotations:
+        quarantined = annotations[A_QUARANTINED]
+        if not isinstance(quarantined, bool):
+            raise ManifestError(f"{where}{A_QUARANTINED} must be true or false, not {quarantined!r}")
+        state["quarantined"] = quarantined
+    if A_PUBLIC_REASON in annotations:
+        reason = annotations[A_PUBLIC_REASON]
+        if not isinstance(reason, str):
+            raise ManifestError(f"{where}{A_PUBLIC_REASON} must be a string, not {reason!r}")
+        state["public_reason"] = reason
+    return state
 
 
 def _new_row(fields: dict[str, Any], identity: str, public_id: str, published_at: datetime) -> dict[str, Any]:

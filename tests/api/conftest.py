@@ -109,8 +109,11 @@ def rerun_bundle() -> dict[str, Any]:
 
 
 def submitter_bundle(*, submission_id: int = 900001, username: str = "TH3CHARLie | TileGym") -> dict[str, Any]:
-    """A SOL-shaped bundle as alice's team would send it (the reference run's numbers)."""
-    return sol_bundle(submission_id=submission_id, username=username, sol_score=0.988198, latency_ms=0.01858)
+    """A SOL-shaped bundle as alice's team would send it (the reference run's numbers), under the
+    "submitted" source: the API never lets a submission into a source's own boards."""
+    bundle = sol_bundle(submission_id=submission_id, username=username, sol_score=0.988198, latency_ms=0.01858)
+    bundle["run"]["spec"]["sourceNative"]["source"] = "submitted"
+    return bundle
 
 
 def spread_bundles(n: int) -> list[dict[str, Any]]:

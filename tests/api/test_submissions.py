@@ -163,11 +163,22 @@ def test_a_submission_never_overwrites_a_source_run(client: Any, alice_token: st
     bundle["run"]["spec"]["sourceNative"]["submitter"] = "TH3CHARLie | TileGym"
     before = snapshot()
     response = post(client, bundle, alice_token)
-    assert response.status_code == 409
-    assert response.json()["error"]["code"] == "run_exists"
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "source_not_submittable"
+    assert response.json()["error"]["field"] == "run.spec.sourceNative.source"
     assert snapshot() == before
     source_run.refresh_from_db()
     assert source_run.evidence_level == "source_reported" and source_run.revision == 1
+
+
+def test_a_submission_never_joins_a_source_board(client: Any, alice_token: str) -> None:
+    """A new run naming sol-execbench would rank inside the source's own board: refused."""
+    bundle = submitter_bundle()
+    bundle["run"]["spec"]["sourceNative"]["source"] = "sol-execbench"
+    response = post(client, bundle, alice_token)
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "source_not_submittable"
+    assert not Run.objects.exists()
 
 
 @pytest.mark.parametrize(
