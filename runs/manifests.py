@@ -6,7 +6,8 @@ import`` of bundles, API submissions, reruns — builds or receives such a bundl
 ``runs.services.bundles_import``; nothing else writes runs.
 
 KernelIndex's own facts about a run that are not part of what was measured (evidence level,
-provenance, the rank the source published, the first publication date) travel in
+provenance, the rank the source published, the first publication date, and moderation state:
+visibility, quarantine and the public reason, written only when not the default) travel in
 ``run.metadata.annotations`` under ``kernelindex.dev/…`` keys: metadata is outside the digest,
 so exporting them keeps digests intact and makes export → import → export byte-identical.
 """
@@ -39,6 +40,11 @@ A_PUBLISHED = ANNOTATION_PREFIX + "published-at"
 A_PROVENANCE_URL = ANNOTATION_PREFIX + "provenance-url"
 A_RETRIEVED_AT = ANNOTATION_PREFIX + "retrieved-at"
 A_SOURCE_RANK = ANNOTATION_PREFIX + "source-rank"
+# Moderation state, written only when it differs from the default (published, not
+# quarantined, no public reason), so exports of untouched runs stay as they were.
+A_VISIBILITY = ANNOTATION_PREFIX + "visibility"
+A_QUARANTINED = ANNOTATION_PREFIX + "quarantined"
+A_PUBLIC_REASON = ANNOTATION_PREFIX + "public-reason"
 
 
 class ManifestError(ValueError):
@@ -186,17 +192,19 @@ def bundle_verify(bundle: Any, *, origin: str = "") -> VerifiedBundle:
     return VerifiedBundle(docs=docs, digests=digests, declared=declared, annotations=annotations, origin=origin)
 
 
-def bundle_export(run: Any, *, full: bool = True) -> dict[str, Any]:
+def bundle_export(run: Any, *, full: bool = True, moderation: bool = True) -> dict[str, Any]:
     """The bundle of a run as stored (canonical documents), with KernelIndex annotations.
 
     ``full`` adds the workload and implementation documents when the index has them.
+    ``moderation=False`` leaves out the moderation state, for a body that only the run's
+    digest and its import facts determine (the JSON twin, whose ETag is the digest).
     """
     import json
 
     run_doc = json.loads(run.document)
     metadata = dict(run_doc.get("metadata", {}))
     annotations = dict(metadata.get("annotations", {}))
-    annotations.update(run_annotations(run))
+    annotations.update(run_annotations(run, moderation=moderation))
     metadata["annotations"] = annotations
     run_doc["metadata"] = metadata
     bundle: dict[str, Any] = {
@@ -212,7 +220,7 @@ def bundle_export(run: Any, *, full: bool = True) -> dict[str, Any]:
     return bundle
 
 
-def run_annotations(run: Any) -> dict[str, Any]:
+def run_annotations(run: Any, *, moderation: bool = True) -> dict[str, Any]:
     values: dict[str, Any] = {
         A_EVIDENCE: run.evidence_level,
         A_PUBLISHED: canonical_time(run.published_at),
@@ -223,6 +231,14 @@ def run_annotations(run: Any) -> dict[str, Any]:
         values[A_RETRIEVED_AT] = canonical_time(run.retrieved_at)
     if run.source_rank is not None:
         values[A_SOURCE_RANK] = run.source_rank
+    if not moderation:
+        return values
+    if run.visibility != "published":
+        values[A_VISIBILITY] = run.visibility
+    if run.quarantined:
+        values[A_QUARANTINED] = True
+    if run.public_reason:
+        values[A_PUBLIC_REASON] = run.public_reason
     return values
 
 
