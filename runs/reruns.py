@@ -1,0 +1,156 @@
+"""KernelIndex's own reruns (issue 6): which bundles are reruns, what the run page says about
+one, and which source rows a rerun re-measured.
+
+A rerun is a run the KernelIndex rerun harness (``reruns/harness``) measured on KernelIndex's
+GPU: source ``kernelindex``, protocol harness "KernelIndex rerun harness", comparability family
+``kernelindex_rerun``. Its workload names the benchmark it re-measures (e.g. SOL-ExecBench's
+``062_…``), so the run belongs to that source's benchmark while its source stays KernelIndex.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import QuerySet
+
+from runs.models import EvidenceLevel, Run
+
+RERUN_SOURCE = "kernelindex"
+RERUN_FAMILY = "kernelindex_rerun"
+RERUN_HARNESS = "KernelIndex rerun harness"
+
+# Which source rows a rerun re-measures: per source, the submitter name of a source's reference
+# row → the implementation revision the rerun harness gives the same code (``--solution``).
+# SOL-ExecBench's "Reference Implementation" is the definition's reference; its "Scoring
+# Baseline" is the kernel file's ``baseline`` (harness ``baseline:KERNEL_JSON``).
+REMEASURED_ROWS: dict[str, dict[str, str]] = {
+    "sol-execbench": {
+        "Reference Implementation": "reference",
+        "Scoring Baseline": "scoring-baseline",
+    },
+}
+
+
+def is_rerun_protocol(protocol_spec: dict[str, Any]) -> bool:
+    """The protocol is the KernelIndex rerun harness's (harness name and comparability family)."""
+    harness = protocol_spec.get("harness")
+    comparability = protocol_spec.get("comparability")
+    return (
+        isinstance(harness, dict)
+        and harness.get("name") == RERUN_HARNESS
+        and isinstance(comparability, dict)
+        and comparability.get("family") == RERUN_FAMILY
+    )
+
+
+def is_rerun_bundle(docs: dict[str, dict[str, Any]]) -> bool:
+    """A bundle written by the rerun harness: KernelIndex's source and the harness's protocol.
+    (Whether it *becomes* ``kernelindex_rerun`` evidence depends on who records it:
+    ``runs.services.evidence_level_for``.)"""
+    native = docs["run"]["spec"].get("sourceNative") or {}
+    return native.get("source") == RERUN_SOURCE and is_rerun_protocol(docs["protocol"]["spec"])
+
+
+def is_rerun(run: Run) -> bool:
+    return run.evidence_level == EvidenceLevel.KERNELINDEX_RERUN
+
+
+# -- the run page ------------------------------------------------------------------------------
+
+
+@dataclass
+class RerunFacts:
+    """What a rerun's page says about how KernelIndex measured it, read from its documents."""
+
+    product: str
+    harness: str
+    trial_count: int = 0  # trials, each a separate process
+    trial_latencies: list[float] = field(default_factory=list)  # each trial's latency, ns (passed runs)
+    spread: float | None = None  # max/min − 1 of the per-trial latencies
+    timers: list[tuple[str, int]] = field(default_factory=list)  # (timer, cases) most used first
+    cases_timed: int = 0
+    cases_total: int = 0
+
+    @property
+    def spread_percent(self) -> str:
+        return "" if self.spread is None else f"{self.spread * 100:.2f} %"
+
+
+def rerun_facts(run: Run) -> RerunFacts | None:
+    """How a rerun was measured (no query: everything is in the run's documents)."""
+    if not is_rerun(run):
+        return None
+    timing = run.spec.get("timing") if isinstance(run.spec.get("timing"), dict) else {}
+    trials = [t for t in timing.get("trials", []) if isinstance(t, dict)] if isinstance(timing, dict) else []
+    spread = timing.get("spread") if isinstance(timing.get("spread"), dict) else {}
+    cases = [c for c in run.spec.get("cases", []) if isinstance(c, dict)]
+    counts: dict[str, int] = {}
+    for case in cases:
+        if isinstance(case.get("timer"), str) and case["timer"]:
+            counts[case["timer"]] = counts.get(case["timer"], 0) + 1
+    return RerunFacts(
+        product=run.environment.product,
+        harness=run.protocol.harness_label,
+        trial_count=len(trials),
+        trial_latencies=[value for t in trials if (value := _number(t.get("latencyNs"))) is not None],
+        spread=_number(spread.get("maxOverMinMinusOne")),
+        timers=sorted(counts.items(), key=lambda item: (-item[1], item[0])),
+        cases_timed=sum(counts.values()),
+        cases_total=len(cases),
+    )
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+# -- source rows ↔ reruns ----------------------------------------------------------------------
+
+
+def _remeasured_revision(run: Run) -> str | None:
+    """The rerun revision that re-measures this source row, if KernelIndex re-measures it."""
+    if not run.is_reference:
+        return None
+    return REMEASURED_ROWS.get(run.source.slug, {}).get(run.submitter)
+
+
+def _source_rows_of(run: Run) -> dict[str, list[str]]:
+    """Source slug → submitter names of the source rows this rerun re-measures."""
+    revision = run.implementation.revision if run.implementation is not None else ""
+    found: dict[str, list[str]] = {}
+    for slug, rows in REMEASURED_ROWS.items():
+        names = [name for name, rerun_revision in rows.items() if rerun_revision == revision]
+        if names:
+            found[slug] = names
+    return found
+
+
+def has_related(run: Run) -> bool:
+    """Whether ``related_runs`` has anything to look for (else the page spends no query)."""
+    if is_rerun(run):
+        return bool(_source_rows_of(run))
+    return _remeasured_revision(run) is not None
+
+
+def related_runs(run: Run) -> QuerySet[Run] | list[Run]:
+    """For a source's reference row: KernelIndex's reruns of the same code on the same
+    benchmark. For a rerun: the source rows it re-measured. Published runs only; 1 query, or
+    none when the run has no counterpart in ``REMEASURED_ROWS``."""
+    if not has_related(run):
+        return []
+    published = Run.objects.visible().for_listing().filter(benchmark_id=run.benchmark_id)
+    if is_rerun(run):
+        rows = None
+        for slug, names in _source_rows_of(run).items():
+            match = published.filter(source__slug=slug, is_reference=True, submitter__in=names)
+            rows = match if rows is None else rows | match
+        assert rows is not None  # has_related checked there is at least one
+        return rows.order_by("group__hardware_product", "-group__harness_version", "submitter", "public_id")
+    return published.filter(
+        source__slug=RERUN_SOURCE,
+        evidence_level=EvidenceLevel.KERNELINDEX_RERUN,
+        implementation__revision=_remeasured_revision(run),
+    ).order_by("group__hardware_product", "-group__harness_version", "-observed_at", "public_id")
