@@ -14,6 +14,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Max, Q, QuerySet
 from django.http import Http404
 
+from runs import reruns
 from runs.models import (
     ELIGIBLE,
     Benchmark,
@@ -84,6 +85,8 @@ class CaseRow:
     baseline_ns: float | None = None
     sol_ns: float | None = None
     status: str = ""
+    timer: str = ""  # how the case was timed, where the run says (KernelIndex reruns)
+    detail: str = ""  # why the case failed, where the run says
 
 
 def _time_ns(case: dict[str, Any], ns_keys: tuple[str, ...], ms_keys: tuple[str, ...]) -> float | None:
@@ -132,6 +135,8 @@ def case_rows(run: Run | None, workload: Workload | None) -> list[CaseRow]:
                 baseline_ns=_time_ns(case, *_BASELINE_KEYS) or _time_ns(result, *_BASELINE_KEYS),
                 sol_ns=_time_ns(case, *_SOL_KEYS) or _time_ns(result, *_SOL_KEYS),
                 status=str(result.get("status", "")),
+                timer=str(result.get("timer") or ""),
+                detail=str(result.get("detail") or "") if str(result.get("status", "")).upper() != "PASSED" else "",
             )
         )
     return rows
@@ -187,6 +192,9 @@ class RunPage:
     cases_passed: int = 0
     cases_reported: int = 0
     measurements: list[tuple[str, Any]] = field(default_factory=list)
+    rerun: reruns.RerunFacts | None = None  # how KernelIndex measured it, for its own reruns
+    # A source's reference row: KernelIndex's reruns of its code; a rerun: the rows it re-measured.
+    related: list[Run] = field(default_factory=list)
 
 
 def _policy_text(policy: Any) -> str:
@@ -204,10 +212,21 @@ def _policy_items(policy: Any) -> list[tuple[str, str]]:
             text = value
         elif isinstance(value, list) and all(isinstance(item, str) for item in value):
             text = ", ".join(value)
+        elif isinstance(value, dict) and all(not isinstance(item, (dict, list)) for item in value.values()):
+            # e.g. tolerance defaults: "max_atol 0.01, max_rtol 0.01, …, max_error_cap none"
+            text = ", ".join(f"{name} {_scalar(item)}" for name, item in value.items())
         else:
             text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
         rows.append((str(key), text))
     return rows
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
 def _published_attestations(run: Run) -> list[Any]:
@@ -221,7 +240,9 @@ def _published_attestations(run: Run) -> list[Any]:
 
 def run_page(public_id: str) -> RunPage:
     """Everything the run page shows, in 4 queries: the run with its documents, the #1 of its
-    group, its published attestations, its published flags."""
+    group, its published attestations, its published flags; plus 1 for a run that KernelIndex
+    re-measured or that is such a rerun (``reruns.related_runs``: the other side of the link,
+    which no join of the run's own row can reach). Other runs spend no query on it."""
     run = run_get(public_id)
     protocol_spec = run.protocol.spec
     correctness = protocol_spec.get("correctness") if isinstance(protocol_spec.get("correctness"), dict) else {}
@@ -243,6 +264,8 @@ def run_page(public_id: str) -> RunPage:
         cases_passed=sum(1 for c in run_cases if str(c.get("status", "")).lower() == "passed"),
         cases_reported=len(run_cases),
         measurements=list(latency.items()) if isinstance(latency, dict) else [],
+        rerun=reruns.rerun_facts(run),
+        related=list(reruns.related_runs(run)),
     )
 
 

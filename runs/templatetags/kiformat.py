@@ -134,7 +134,13 @@ def plain(value: Any) -> str:
 
 @register.filter
 def submitter(run: Any) -> str:
-    """Who a run is by, as its page names it (the submitter, else its title's first part)."""
+    """Who a run is by, as its page names it (the submitter, else its title's first part).
+    KernelIndex's reruns are all by "KernelIndex": their revision ("reference",
+    "torch-compile"…) tells the rows of one board apart."""
     from runs.selectors import identity_labels
 
-    return identity_labels(run)["implementation"] or MISSING
+    labels = identity_labels(run)
+    name = labels["implementation"] or MISSING
+    if run.evidence_level == "kernelindex_rerun" and labels["revision"]:
+        return f"{name} · {labels['revision']}"
+    return name

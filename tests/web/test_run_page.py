@@ -294,10 +294,16 @@ def test_the_server_error_page_renders_in_the_site_layout_without_a_request():
 def test_a_structured_correctness_policy_is_shown_field_by_field():
     from runs.selectors import _policy_items, _policy_text
 
-    policy = {"rule": "allclose", "statuses": ["PASSED", "TIMEOUT"], "defaults": {"max_atol": 0.01}}
+    policy = {
+        "rule": "allclose",
+        "statuses": ["PASSED", "TIMEOUT"],
+        "defaults": {"max_atol": 0.01, "max_error_cap": None},
+        "nested": {"a": {"b": 1}},
+    }
     assert _policy_items(policy) == [
         ("rule", "allclose"),
         ("statuses", "PASSED, TIMEOUT"),
-        ("defaults", '{"max_atol": 0.01}'),
+        ("defaults", "max_atol 0.01, max_error_cap none"),  # flat objects read as words
+        ("nested", '{"a": {"b": 1}}'),  # deeper ones as compact JSON, never a Python repr
     ]
     assert _policy_text(policy) == "" and _policy_text("each case within tolerance") == "each case within tolerance"
