@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from kernelindex import canonical
 from runs import reruns
@@ -226,11 +228,21 @@ def test_the_sol_benchmark_page_shows_kernelindex_h200_boards_beside_the_sources
     assert client.get(f"/benchmarks/kernelindex/{K62}/").status_code == 404
 
 
+def plain_run_page_queries(client: Any) -> int:
+    """Queries of a run page with no rerun link (SOL-ExecBench's SOL Bound row): every run
+    page's own budget (tests/web/test_queries.py pins it)."""
+    sol_bound = Run.objects.get(source__slug="sol-execbench", benchmark__native_id=K10, submitter="SOL Bound")
+    with CaptureQueriesContext(connection) as queries:
+        text = page(client, sol_bound.get_absolute_url())
+    assert "Re-measured by KernelIndex" not in text and "What this rerun re-measured" not in text
+    return len(queries.captured_queries)
+
+
 def test_a_rerun_page_says_how_kernelindex_measured_it(client: Any, django_assert_num_queries: Any) -> None:
     import_data()
     run = reruns_by_revision(K62)["reference"]
-    # 4 queries of every run page + 1 for the source rows it re-measured.
-    with django_assert_num_queries(5):
+    # Every run page's queries + 1 for the source rows it re-measured.
+    with django_assert_num_queries(plain_run_page_queries(client) + 1):
         text = page(client, run.get_absolute_url())
     for expected in (
         "evidence: KernelIndex rerun",
@@ -276,10 +288,11 @@ def test_a_failed_rerun_page_shows_its_status_and_per_case_statuses(client: Any)
 def test_source_reference_rows_and_reruns_link_to_each_other(client: Any, django_assert_num_queries: Any) -> None:
     import_data()
     k10 = reruns_by_revision(K10)
+    plain = plain_run_page_queries(client)  # the SOL Bound row: no rerun of it, no query for one
     for submitter, revision in reruns.REMEASURED_ROWS["sol-execbench"].items():
         source_row = Run.objects.get(source__slug="sol-execbench", benchmark__native_id=K10, submitter=submitter)
         rerun = k10[revision]
-        with django_assert_num_queries(5):
+        with django_assert_num_queries(plain + 1):
             text = page(client, source_row.get_absolute_url())
         assert (
             "Re-measured by KernelIndex KernelIndex re-measured this implementation on its own GPU under its own "
@@ -291,11 +304,9 @@ def test_source_reference_rows_and_reruns_link_to_each_other(client: Any, django
             f"What this rerun re-measured The same code as these rows of the source's boards: Run "
             f"{source_row.public_id} · {submitter} · NVIDIA B200 · SOL-ExecBench evaluation stack v1.1"
         ) in text
-    # The torch.compile rerun has no source row; the SOL Bound row no rerun: no section, no query.
-    assert "What this rerun re-measured" not in page(client, k10["torch-compile"].get_absolute_url())
-    sol_bound = Run.objects.get(source__slug="sol-execbench", benchmark__native_id=K10, submitter="SOL Bound")
-    with django_assert_num_queries(4):
-        assert "Re-measured by KernelIndex" not in page(client, sol_bound.get_absolute_url())
+    # The torch.compile rerun has no source row: no section, no query for one.
+    with django_assert_num_queries(plain):
+        assert "What this rerun re-measured" not in page(client, k10["torch-compile"].get_absolute_url())
 
 
 def test_a_hidden_rerun_is_not_linked_from_the_source_row(client: Any) -> None:
