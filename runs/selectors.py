@@ -396,8 +396,10 @@ def source_get(slug: str) -> Source:
 
 
 def source_benchmarks(source: Source) -> QuerySet[Benchmark]:
+    """The source's benchmarks, and the benchmarks of other sources it has runs on (KernelIndex's
+    reruns belong to SOL-ExecBench's benchmarks): one query with a subquery."""
     return (
-        Benchmark.objects.filter(source=source)
+        Benchmark.objects.filter(Q(source=source) | Q(pk__in=Run.objects.filter(source=source).values("benchmark_id")))
         .select_related("source")
         .annotate(run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)))
         .order_by("collection", "numeric_id", "native_id")

@@ -327,3 +327,13 @@ def test_the_rerun_bundles_in_data_are_unchanged_by_the_import() -> None:
         for role in ("run", "protocol", "environment", "workload", "implementation"):
             assert canonical.digest_of(exported[role]) == canonical.digest_of(bundle[role]), (path.name, role)
         assert exported["run"]["spec"] == bundle["run"]["spec"]
+
+
+def test_the_kernelindex_source_page_lists_the_benchmarks_it_reran(client: Any) -> None:
+    import_data()
+    text = page(client, "/sources/kernelindex/")
+    assert (
+        f"Benchmarks (2) benchmark collection native id runs Attention value projection with transpose L1 {K10} "
+        f"27 KV cache update with RoPE backward L1 {K62} 4"
+    ) in text
+    assert "/benchmarks/sol-execbench/" + K62 in client.get("/sources/kernelindex/").content.decode()
