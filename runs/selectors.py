@@ -7,11 +7,12 @@ of a group; long lists are paginated or capped here, never in templates.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, F, Max, Q, QuerySet
+from django.db.models import Count, F, Max, Prefetch, Q, QuerySet
 from django.http import Http404
 
 from runs import reruns
@@ -22,6 +23,7 @@ from runs.models import (
     Environment,
     Project,
     Run,
+    RunRevision,
     Source,
     Visibility,
     Workload,
@@ -192,6 +194,7 @@ class RunPage:
     cases_passed: int = 0
     cases_reported: int = 0
     measurements: list[tuple[str, Any]] = field(default_factory=list)
+    history: list[HistoryRow] = field(default_factory=list)  # latest revisions, newest first
     rerun: reruns.RerunFacts | None = None  # how KernelIndex measured it, for its own reruns
     # A source's reference row: KernelIndex's reruns of its code; a rerun: the rows it re-measured.
     related: list[Run] = field(default_factory=list)
@@ -238,9 +241,62 @@ def _published_attestations(run: Run) -> list[Any]:
     return attestations
 
 
+# -- revision history ---------------------------------------------------------------------------
+
+HISTORY_LIMIT = 20
+# API submissions record "api: <user> (token <prefix>…)"; pages name the user, not the token.
+_TOKEN_NOTE = re.compile(r"\s*\(token [^)]*\)\s*$")
+
+
+@dataclass
+class HistoryRow:
+    """One RunRevision as the pages show it: who changed the run, what and why."""
+
+    number: int
+    created_at: Any
+    actor: str
+    reason: str
+    changed: list[str]  # names of the fields that changed; empty for the first revision
+    digest: str
+    run: Run | None = None  # on a project's page, which run
+
+
+def _history_row(revision: RunRevision, *, with_run: bool = False) -> HistoryRow:
+    changes = revision.changes if isinstance(revision.changes, dict) else {}
+    return HistoryRow(
+        number=revision.number,
+        created_at=revision.created_at,
+        actor=_TOKEN_NOTE.sub("", revision.actor_label) or "—",
+        reason=revision.reason,
+        # Sorted: PostgreSQL's jsonb does not keep the order the import wrote them in.
+        changed=sorted(changes),
+        digest=revision.digest,
+        run=revision.run if with_run else None,
+    )
+
+
+def run_history(run: Run) -> list[HistoryRow]:
+    """The run's latest HISTORY_LIMIT revisions, newest first (1 query; ``run.revision`` is
+    their number, so the page can say how many are older without counting them)."""
+    revisions = RunRevision.objects.filter(run=run).defer("document").order_by("-number")[:HISTORY_LIMIT]
+    return [_history_row(revision) for revision in revisions]
+
+
+def project_history(project: Project) -> list[HistoryRow]:
+    """The latest HISTORY_LIMIT revisions of the project's published runs, newest first, each
+    with its run (1 query; the documents stay in the database)."""
+    revisions = (
+        RunRevision.objects.filter(run__implementation__project=project, run__visibility=Visibility.PUBLISHED)
+        .select_related("run")
+        .defer("document", "run__document")
+        .order_by("-created_at", "-pk")[:HISTORY_LIMIT]
+    )
+    return [_history_row(revision, with_run=True) for revision in revisions]
+
+
 def run_page(public_id: str) -> RunPage:
-    """Everything the run page shows, in 4 queries: the run with its documents, the #1 of its
-    group, its published attestations, its published flags; plus 1 for a run that KernelIndex
+    """Everything the run page shows, in 5 queries: the run with its documents, the #1 of its
+    group, its published attestations, its published flags, its latest revisions; plus 1 for a run that KernelIndex
     re-measured or that is such a rerun (``reruns.related_runs``: the other side of the link,
     which no join of the run's own row can reach). Other runs spend no query on it."""
     run = run_get(public_id)
@@ -264,6 +320,7 @@ def run_page(public_id: str) -> RunPage:
         cases_passed=sum(1 for c in run_cases if str(c.get("status", "")).lower() == "passed"),
         cases_reported=len(run_cases),
         measurements=list(latency.items()) if isinstance(latency, dict) else [],
+        history=run_history(run),
         rerun=reruns.rerun_facts(run),
         related=list(reruns.related_runs(run)),
     )
@@ -333,6 +390,20 @@ def ranking_rows(group: ComparisonGroup, *, sort: str = "rank", show_all: bool =
         return rows.order_by(*_metric_order(group, (group.ranking_direction == "desc") != reverse))
     order = F(column).desc(nulls_last=True) if reverse else F(column).asc(nulls_last=True)
     return rows.order_by(order, "public_id")
+
+
+def with_public_flags(rows: QuerySet[Run]) -> QuerySet[Run]:
+    """Rows with ``public_flags``: each run's flags published by moderators, oldest first.
+    One query for a whole page of rows, not one per row; the reports' private fields (the
+    description, the reporter's email) are not loaded."""
+    from attestations.models import IssueReport  # attestations depends on runs, not the reverse
+
+    flags = (
+        IssueReport.objects.public_flags()
+        .only("run", "category", "public_summary", "created_at", "handled_at")
+        .order_by("created_at", "pk")
+    )
+    return rows.prefetch_related(Prefetch("reports", queryset=flags, to_attr="public_flags"))
 
 
 def paginate(queryset: QuerySet, page: Any, per_page: int = PAGE_SIZE) -> Page:

@@ -32,7 +32,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def run_detail(request: HttpRequest, public_id: str) -> HttpResponse:
-    """4 queries (selectors.run_page); a tombstone costs 1."""
+    """5 queries (selectors.run_page); a tombstone costs 1."""
     try:
         page = selectors.run_page(public_id)
     except selectors.RunGone as gone:
@@ -114,13 +114,14 @@ def _toggle_link(request: HttpRequest, sort: str, show_all: bool) -> str:
 
 
 def group_detail(request: HttpRequest, key: str) -> HttpResponse:
-    """3 queries: the group, the row count, one page of rows."""
+    """4 queries: the group, the row count, one page of rows, their published flags."""
     group = selectors.group_get(key)
     sort = request.GET.get("sort", "rank")
     if sort.lstrip("-") not in selectors.SORTS:
         sort = "rank"
     show_all = request.GET.get("show") == "all"
-    page = selectors.paginate(selectors.ranking_rows(group, sort=sort, show_all=show_all), request.GET.get("page"))
+    rows = selectors.with_public_flags(selectors.ranking_rows(group, sort=sort, show_all=show_all))
+    page = selectors.paginate(rows, request.GET.get("page"))
     rows = list(page.object_list)
     rule = selectors.group_rule(group)
     fmt = score if group.ranking_metric == "sol_score" else latency
@@ -218,7 +219,7 @@ def source_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    """4 queries: the project, its revisions, the run count and page."""
+    """5 queries: the project, its revisions, its runs' latest record changes, the run count and page."""
     project = selectors.project_get(slug)
     return render(
         request,
@@ -226,6 +227,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "project": project,
             "revisions": selectors.project_revisions(project),
+            "history": selectors.project_history(project),
             "page": selectors.paginate(selectors.project_runs(project), request.GET.get("page")),
         },
     )

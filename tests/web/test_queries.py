@@ -31,15 +31,15 @@ def pages(runs: list[Run]) -> list[tuple[str, int, int]]:
     group = middle.group
     environment = Environment.objects.get()
     return [
-        # run, #1 of its group, published attestations, published flags
-        (f"/runs/{middle.public_id}/", 4, 200),
-        (f"/runs/{runs[0].public_id}/", 4, 200),
+        # run, #1 of its group, published attestations, published flags, latest revisions
+        (f"/runs/{middle.public_id}/", 5, 200),
+        (f"/runs/{runs[0].public_id}/", 5, 200),
         # run with its documents
         (f"/runs/{middle.public_id}.json", 1, 200),
-        # group, row count, one page of rows
-        (f"/groups/{group.key}/", 3, 200),
-        (f"/groups/{group.key}/?show=all&sort=-latency&page=2", 3, 200),
-        (f"/groups/{group.key}/?sort=submitter", 3, 200),
+        # group, row count, one page of rows, the page's published flags
+        (f"/groups/{group.key}/", 4, 200),
+        (f"/groups/{group.key}/?show=all&sort=-latency&page=2", 4, 200),
+        (f"/groups/{group.key}/?sort=submitter", 4, 200),
         # the run, the run it is compared with
         (f"/runs/{middle.public_id}/compare/", 2, 200),
         (f"/runs/{middle.public_id}/compare/{runs[-1].public_id}/", 2, 200),
@@ -50,8 +50,8 @@ def pages(runs: list[Run]) -> list[tuple[str, int, int]]:
         ("/", 3, 200),
         # source, benchmark count, benchmark page, latest runs
         ("/sources/sol-execbench/", 4, 200),
-        # project, revisions, run count, run page
-        ("/projects/tilegym/", 4, 200),
+        # project, revisions, latest record changes of its runs, run count, run page
+        ("/projects/tilegym/", 5, 200),
         # environment, run count, run page
         (f"/environments/{environment.digest}/", 3, 200),
         # benchmarks, submitters, projects, GPUs
@@ -123,7 +123,41 @@ def test_attestations_and_flags_cost_no_query_per_item(client, group_runs, djang
             state=ReportState.FLAGGED,
             public_summary=f"Flag {i}",
         )
-    # run, #1 of its group, published attestations, published flags
-    with django_assert_num_queries(4):
+    # run, #1 of its group, published attestations, published flags, latest revisions
+    with django_assert_num_queries(5):
         body = client.get(f"/runs/{run.public_id}/").content.decode()
     assert body.count("reviewed by moderators") == 5 and "Flag 4" in body
+
+
+def test_flags_on_the_ranking_page_cost_one_query_for_the_whole_page(client, group_runs, django_assert_num_queries):
+    from attestations.models import IssueReport, ReportState
+
+    # Flags on ten runs of the first page (two on one of them), and a report still open.
+    flagged = group_runs[:10]
+    for i, run in enumerate(flagged):
+        IssueReport.objects.create(
+            run=run,
+            reference=f"R-RANK-{i}",
+            category="correctness",
+            description="private",
+            state=ReportState.FLAGGED,
+            public_summary=f"Ranking flag {i}",
+        )
+    IssueReport.objects.create(
+        run=flagged[0],
+        reference="R-RANK-X",
+        category="other",
+        description="private",
+        state=ReportState.FLAGGED,
+        public_summary="Second flag on the leader",
+    )
+    IssueReport.objects.create(run=flagged[1], reference="R-RANK-OPEN", category="other", description="private")
+    group = flagged[0].group
+    # group, row count, one page of rows, the page's published flags
+    with django_assert_num_queries(4):
+        body = client.get(f"/groups/{group.key}/").content.decode()
+    assert body.count("⚑ flagged") == 11
+    assert all(f"Ranking flag {i}" in body for i in range(10)) and "Second flag on the leader" in body
+    assert "private" not in body.split("<caption>")[1]
+    with django_assert_num_queries(4):
+        assert client.get(f"/groups/{group.key}/?show=all&sort=-latency").status_code == 200
