@@ -18,12 +18,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import transaction
 
+from api.services import api_token_issue, manifest_submit
 from attestations import services as moderation
 from runs import services
 from runs.manifests import A_PUBLIC_REASON, A_QUARANTINED, A_VISIBILITY, ManifestError, bundle_verify
 from runs.models import Run, Visibility
 from tests.core.conftest import BOARD, DATA_PATHS, import_paths
-from tests.factories import import_bundles, reference_bundle
+from tests.factories import import_bundles, reference_bundle, sol_bundle
 
 MODERATION_KEYS = (A_VISIBILITY, A_QUARANTINED, A_PUBLIC_REASON)
 STATE = ("visibility", "quarantined", "public_reason")
@@ -156,6 +157,22 @@ def test_untrusted_imports_never_take_moderation_state(db: Any) -> None:
     services.bundles_import([bundle], evidence_level="submitter_reported", trust_annotations=False)
     run = Run.objects.get()
     assert (run.visibility, run.quarantined, run.public_reason, run.rank) == (Visibility.PUBLISHED, False, "", 1)
+
+
+def test_the_api_never_takes_moderation_state(db: Any, django_user_model: Any) -> None:
+    alice = django_user_model.objects.create_user("alice-h8", password="unused-password-h8a")
+    token, _raw = api_token_issue(user=alice, name="ci", submitter_name="alice | team", issued_by=alice)
+    # What a submitter sends (its own "submitted" source), with export-style moderation annotations.
+    bundle = sol_bundle(submission_id=900801, username="alice | team", sol_score=0.98, latency_ms=0.0186)
+    bundle["run"]["spec"]["sourceNative"]["source"] = "submitted"
+    bundle["run"]["metadata"]["annotations"] = {
+        A_VISIBILITY: "retracted",
+        A_QUARANTINED: True,
+        A_PUBLIC_REASON: "from the client",
+    }
+    submission = manifest_submit(bundle=bundle, token=token)
+    run = Run.objects.get(pk=submission.run.pk)
+    assert (run.visibility, run.quarantined, run.public_reason) == (Visibility.PUBLISHED, False, "")
 
 
 @pytest.mark.parametrize(
