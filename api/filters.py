@@ -110,6 +110,10 @@ class RunFilter(ApiFilterSet):
     benchmark = django_filters.CharFilter(
         method="filter_benchmark", help_text="Benchmark native id (062_kv_cache_update_with_rope_backward) or number."
     )
+    benchmarkSource = django_filters.CharFilter(
+        field_name="benchmark__source__slug",
+        help_text="Slug of the benchmark's source: sol-execbench also gives KernelIndex's reruns of its kernels.",
+    )
     gpu = django_filters.CharFilter(
         method="filter_gpu", help_text="GPU product; 'B200' and 'NVIDIA B200' are one product."
     )

@@ -17,12 +17,14 @@ def main(argv: list[str] | None = None) -> int:
         description="Re-measure a SOL-ExecBench definition and write a kernelindex.dev/v1alpha1 bundle.",
     )
     p.add_argument("--definition", required=True, help="definition folder (definition.json, workload.jsonl)")
-    p.add_argument("--solution", required=True,
-                   help="reference | torch-compile | baseline:KERNEL_JSON | solution .json/.py file")
+    p.add_argument(
+        "--solution", required=True, help="reference | torch-compile | baseline:KERNEL_JSON | solution .json/.py file"
+    )
     p.add_argument("--out", required=True, help="bundle JSON to write")
     p.add_argument("--trials", type=int, default=3, help="trials, each in a separate process (>= 3 for publication)")
-    p.add_argument("--warmup-seconds", type=float, default=3.0,
-                   help="busy GPU work before timing in each trial process")
+    p.add_argument(
+        "--warmup-seconds", type=float, default=3.0, help="busy GPU work before timing in each trial process"
+    )
     p.add_argument("--iterations", type=int, default=50, help="timed iterations per case")
     p.add_argument("--warmup-iterations", type=int, default=10, help="untimed iterations per case before timing")
     p.add_argument("--case-timeout", type=float, default=300.0, help="time limit of one case in seconds")
@@ -37,11 +39,19 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--trials and --iterations must be >= 1")
 
     bundle = run_rerun(
-        a.definition, a.solution, trials=a.trials, iterations=a.iterations,
-        warmup_iterations=a.warmup_iterations, warmup_seconds=a.warmup_seconds,
-        case_timeout=a.case_timeout, device=a.device, seed=a.seed,
-        cuda_graph=not a.no_cuda_graph, launch_shield=not a.no_launch_shield,
-        max_cases=a.max_cases, workdir=a.workdir,
+        a.definition,
+        a.solution,
+        trials=a.trials,
+        iterations=a.iterations,
+        warmup_iterations=a.warmup_iterations,
+        warmup_seconds=a.warmup_seconds,
+        case_timeout=a.case_timeout,
+        device=a.device,
+        seed=a.seed,
+        cuda_graph=not a.no_cuda_graph,
+        launch_shield=not a.no_launch_shield,
+        max_cases=a.max_cases,
+        workdir=a.workdir,
     )
     problems = verify_bundle(bundle)
     if problems:
@@ -49,22 +59,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(bundle, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-                   encoding="utf-8")
+    out.write_text(json.dumps(bundle, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
     spec = bundle["run"]["spec"]
     timing = spec["timing"]
-    trials = ", ".join("n/a" if t.get("latencyNs") is None else f"{t['latencyNs'] / 1e6:.6f}"
-                       for t in timing["trials"])
+    trials = ", ".join("n/a" if t.get("latencyNs") is None else f"{t['latencyNs'] / 1e6:.6f}" for t in timing["trials"])
     median = timing["latencyNs"].get("median")
-    print(json.dumps({
-        "out": str(out),
-        "status": spec["status"],
-        "statusDetail": spec.get("statusDetail"),
-        "latency_ms": None if median is None else round(median / 1e6, 6),
-        "trials_ms": trials,
-        "maxOverMin": timing["spread"]["maxOverMin"],
-        "timers": sorted({c["timer"] or "-" for c in spec["cases"]}),
-    }))
+    print(
+        json.dumps(
+            {
+                "out": str(out),
+                "status": spec["status"],
+                "statusDetail": spec.get("statusDetail"),
+                "latency_ms": None if median is None else round(median / 1e6, 6),
+                "trials_ms": trials,
+                "maxOverMin": timing["spread"]["maxOverMin"],
+                "timers": sorted({c["timer"] or "-" for c in spec["cases"]}),
+            }
+        )
+    )
     return 0
 
 

@@ -44,10 +44,17 @@ class GpuProbe:
         if not shutil.which("nvidia-smi"):
             return None
         try:
-            out = subprocess.run(
-                ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
-                capture_output=True, text=True, timeout=20, check=True,
-            ).stdout.strip().splitlines()
+            out = (
+                subprocess.run(
+                    ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
+                    capture_output=True,
+                    text=True,
+                    timeout=20,
+                    check=True,
+                )
+                .stdout.strip()
+                .splitlines()
+            )
             return [x.strip() for x in out[0].split(",")] if out else None
         except Exception:
             return None
@@ -82,8 +89,7 @@ class GpuProbe:
         row = self._smi("clocks.max.sm,clocks.max.mem")
         if row:
             sm, mem = (self._num(x) for x in row)
-            return {"maxSmMHz": None if sm is None else int(sm),
-                    "maxMemoryMHz": None if mem is None else int(mem)}
+            return {"maxSmMHz": None if sm is None else int(sm), "maxMemoryMHz": None if mem is None else int(mem)}
         return {"maxSmMHz": None, "maxMemoryMHz": None}
 
     def clocks(self) -> dict[str, Any]:
@@ -106,9 +112,12 @@ class GpuProbe:
         row = self._smi("clocks.sm,clocks.mem,temperature.gpu,power.draw")
         if row:
             sm, mem, temp, power = (self._num(x) for x in row)
-            return {"smMHz": None if sm is None else int(sm),
-                    "memoryMHz": None if mem is None else int(mem),
-                    "temperatureC": None if temp is None else int(temp), "powerW": power}
+            return {
+                "smMHz": None if sm is None else int(sm),
+                "memoryMHz": None if mem is None else int(mem),
+                "temperatureC": None if temp is None else int(temp),
+                "powerW": power,
+            }
         return {"smMHz": None, "memoryMHz": None, "temperatureC": None, "powerW": None}
 
 

@@ -182,8 +182,7 @@ def protocol_document(settings: dict | None = None) -> dict:
 
 def environment_document(environment: dict) -> dict:
     vendor = environment.get("vendor") or "nvidia"
-    product = normalize_product(environment["product"]) if vendor == "nvidia" \
-        else str(environment["product"])
+    product = normalize_product(environment["product"]) if vendor == "nvidia" else str(environment["product"])
     arch = environment.get("architecture") or architecture_for(product)
     hardware: dict[str, Any] = {"vendor": vendor, "product": product, "architecture": arch}
     if environment.get("clocks") is not None:
@@ -305,8 +304,7 @@ def run_document(
         spread = {"maxOverMin": round(ratio, 6), "maxOverMinMinusOne": round(ratio - 1, 6)}
     elif trial_info:
         trials_out = [
-            {"index": t, **{k: v for k, v in info.items() if k != "index"}}
-            for t, info in enumerate(trial_info)
+            {"index": t, **{k: v for k, v in info.items() if k != "index"}} for t, info in enumerate(trial_info)
         ]
 
     spec: dict[str, Any] = {"status": "passed" if all_passed else "failed"}

@@ -24,14 +24,20 @@ from .manifest import DEFAULT_SETTINGS, build_bundle
 BUILTIN_SPECS = ("reference", "torch-compile", "torch-compile-eager-numerics")
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding reruns/
 
-_SEVERITY = {st.PASSED: 0, st.INCORRECT_NUMERICAL: 1, st.INCORRECT_DTYPE: 2,
-             st.INCORRECT_SHAPE: 3, st.RUNTIME_ERROR: 4, st.TIMEOUT: 5,
-             st.COMPILE_ERROR: 6, st.INVALID_REFERENCE: 7}
+_SEVERITY = {
+    st.PASSED: 0,
+    st.INCORRECT_NUMERICAL: 1,
+    st.INCORRECT_DTYPE: 2,
+    st.INCORRECT_SHAPE: 3,
+    st.RUNTIME_ERROR: 4,
+    st.TIMEOUT: 5,
+    st.COMPILE_ERROR: 6,
+    st.INVALID_REFERENCE: 7,
+}
 
 
 def _log(msg: str) -> None:
-    print(f"[rerun {datetime.now(UTC).strftime('%H:%M:%S')}] {msg}",
-          file=sys.stderr, flush=True)
+    print(f"[rerun {datetime.now(UTC).strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -64,9 +70,15 @@ def _stderr_tail(path: Path, limit: int = 1500) -> str:
     return data if len(data) <= limit else "..." + data[-limit:]
 
 
-def run_trial(base_cfg: dict, trial: int, case_indices: list[int], workdir: Path,
-              case_timeout: float, startup_timeout: float,
-              python: str = sys.executable) -> dict[str, Any]:
+def run_trial(
+    base_cfg: dict,
+    trial: int,
+    case_indices: list[int],
+    workdir: Path,
+    case_timeout: float,
+    startup_timeout: float,
+    python: str = sys.executable,
+) -> dict[str, Any]:
     """Run one trial: a worker process over all cases, restarted after a timeout/crash."""
     pending = list(case_indices)
     results: dict[int, dict] = {}
@@ -80,11 +92,13 @@ def run_trial(base_cfg: dict, trial: int, case_indices: list[int], workdir: Path
         attempts += 1
         if attempts > 2 * len(case_indices) + 5:
             for idx in pending:
-                results[idx] = {"index": idx, "status": st.RUNTIME_ERROR,
-                                "detail": "harness gave up restarting the trial process"}
+                results[idx] = {
+                    "index": idx,
+                    "status": st.RUNTIME_ERROR,
+                    "detail": "harness gave up restarting the trial process",
+                }
             break
-        cfg = {**base_cfg, "cases": pending, "noGraph": sorted(no_graph), "trial": trial,
-               "retried": sorted(retried)}
+        cfg = {**base_cfg, "cases": pending, "noGraph": sorted(no_graph), "trial": trial, "retried": sorted(retried)}
         cfg_path = workdir / f"trial{trial}-proc{attempts}.json"
         cfg_path.write_text(json.dumps(cfg), encoding="utf-8")
         err_path = workdir / f"trial{trial}-proc{attempts}.stderr.log"
@@ -94,8 +108,13 @@ def run_trial(base_cfg: dict, trial: int, case_indices: list[int], workdir: Path
         with open(err_path, "w", encoding="utf-8") as err:
             proc = subprocess.Popen(
                 [python, "-m", "reruns.harness.worker", "--config", str(cfg_path)],
-                stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True,
-                cwd=str(workdir), env=env, start_new_session=True,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                cwd=str(workdir),
+                env=env,
+                start_new_session=True,
             )
         info["processes"] += 1
         q: queue.Queue = queue.Queue()
@@ -110,29 +129,38 @@ def run_trial(base_cfg: dict, trial: int, case_indices: list[int], workdir: Path
                 _kill(proc)
                 if current is not None:
                     _log(f"trial {trial}: case {current} over its {case_timeout:g}s limit")
-                    results[current] = {"index": current, "status": st.TIMEOUT,
-                                        "detail": f"case exceeded its time limit of {case_timeout:g} s"}
+                    results[current] = {
+                        "index": current,
+                        "status": st.TIMEOUT,
+                        "detail": f"case exceeded its time limit of {case_timeout:g} s",
+                    }
                     pending.remove(current)
                 else:
                     what = "start" if not said_hello else "reach the next case"
                     for idx in pending:
-                        results[idx] = {"index": idx, "status": st.TIMEOUT,
-                                        "detail": f"trial process did not {what} in time"}
+                        results[idx] = {
+                            "index": idx,
+                            "status": st.TIMEOUT,
+                            "detail": f"trial process did not {what} in time",
+                        }
                     pending = []
                 break
             if line is None:  # worker exited
                 rc = proc.wait()
                 if current is not None and current not in results:
                     results[current] = {
-                        "index": current, "status": st.RUNTIME_ERROR,
-                        "detail": f"trial process died (exit {rc}) during the case: "
-                                  + _stderr_tail(err_path)}
+                        "index": current,
+                        "status": st.RUNTIME_ERROR,
+                        "detail": f"trial process died (exit {rc}) during the case: " + _stderr_tail(err_path),
+                    }
                     pending.remove(current)
                 elif current is None and pending and not said_hello:
                     for idx in pending:
-                        results[idx] = {"index": idx, "status": st.RUNTIME_ERROR,
-                                        "detail": f"trial process failed to start (exit {rc}): "
-                                                  + _stderr_tail(err_path)}
+                        results[idx] = {
+                            "index": idx,
+                            "status": st.RUNTIME_ERROR,
+                            "detail": f"trial process failed to start (exit {rc}): " + _stderr_tail(err_path),
+                        }
                     pending = []
                 break
             try:
@@ -156,13 +184,17 @@ def run_trial(base_cfg: dict, trial: int, case_indices: list[int], workdir: Path
                     pending.remove(idx)
                 current = None
                 deadline = time.monotonic() + case_timeout
-                _log(f"trial {trial}: case {idx} {msg.get('status')} "
-                     f"{msg.get('timer') or ''} "
-                     f"{'' if msg.get('medianNs') is None else '%.1f us' % (msg['medianNs'] / 1e3)}")
+                _log(
+                    f"trial {trial}: case {idx} {msg.get('status')} "
+                    f"{msg.get('timer') or ''} "
+                    f"{'' if msg.get('medianNs') is None else '%.1f us' % (msg['medianNs'] / 1e3)}"
+                )
             elif kind == "retry":
                 idx = int(msg["index"])
-                _log(f"trial {trial}: case {idx} failed after a failed graph capture; "
-                     "running it again in a fresh process")
+                _log(
+                    f"trial {trial}: case {idx} failed after a failed graph capture; "
+                    "running it again in a fresh process"
+                )
                 retried.add(idx)
                 current = None
                 deadline = time.monotonic() + 60
@@ -172,8 +204,11 @@ def run_trial(base_cfg: dict, trial: int, case_indices: list[int], workdir: Path
                 deadline = time.monotonic() + 60
             elif kind == "fatal":
                 for idx in pending:
-                    results[idx] = {"index": idx, "status": msg.get("status", st.RUNTIME_ERROR),
-                                    "detail": msg.get("detail")}
+                    results[idx] = {
+                        "index": idx,
+                        "status": msg.get("status", st.RUNTIME_ERROR),
+                        "detail": msg.get("detail"),
+                    }
                 pending = []
                 deadline = time.monotonic() + 60
             elif kind == "done":
@@ -183,8 +218,8 @@ def run_trial(base_cfg: dict, trial: int, case_indices: list[int], workdir: Path
             _kill(proc)
     info["wallSeconds"] = round(time.monotonic() - started, 3)
     (workdir / f"trial{trial}-results.json").write_text(
-        json.dumps({"results": results, "info": info, "environment": environment}, indent=1),
-        encoding="utf-8")
+        json.dumps({"results": results, "info": info, "environment": environment}, indent=1), encoding="utf-8"
+    )
     return {"results": results, "environment": environment, "info": info}
 
 
@@ -195,9 +230,11 @@ def aggregate_case(index: int, case_id: str, per_trial: list[dict]) -> dict:
     corr = [r["correctness"] for r in per_trial if r.get("correctness")]
     correctness = None
     if corr:
+
         def pick(key, fn):
             vals = [c[key] for c in corr if c.get(key) is not None]
             return fn(vals) if vals else None
+
         correctness = {
             "maxAbsoluteError": pick("maxAbsoluteError", max),
             "maxRelativeError": pick("maxRelativeError", max),
@@ -213,8 +250,7 @@ def aggregate_case(index: int, case_id: str, per_trial: list[dict]) -> dict:
         "status": status,
         "timer": timer,
         "timers": timers,
-        "trialMediansNs": [r.get("medianNs") if r.get("status") == st.PASSED else None
-                           for r in per_trial],
+        "trialMediansNs": [r.get("medianNs") if r.get("status") == st.PASSED else None for r in per_trial],
         "correctness": correctness,
     }
     if status != st.PASSED and worst.get("detail"):
@@ -231,18 +267,34 @@ def _fallback_implementation(spec: str) -> dict:
         data = path.read_bytes()
     except OSError:
         data = spec.encode("utf-8")
-    return {"revision": path.stem or spec, "languages": ["pytorch"],
-            "codeDigest": "sha256:" + sha256_hex(data), "project": "unknown",
-            "submitter": "unknown"}
+    return {
+        "revision": path.stem or spec,
+        "languages": ["pytorch"],
+        "codeDigest": "sha256:" + sha256_hex(data),
+        "project": "unknown",
+        "submitter": "unknown",
+    }
 
 
-def run_rerun(definition_dir: str, solution: str, *, trials: int = 3, iterations: int = 50,
-              warmup_iterations: int = 10, warmup_seconds: float = 3.0,
-              case_timeout: float = 300.0, startup_timeout: float | None = None,
-              device: str = "cuda", seed: int = 1234, cuda_graph: bool = True,
-              launch_shield: bool = True, l2_flush_bytes: int | None = None,
-              max_cases: int | None = None, workdir: str | None = None,
-              observed_at: datetime | None = None) -> dict:
+def run_rerun(
+    definition_dir: str,
+    solution: str,
+    *,
+    trials: int = 3,
+    iterations: int = 50,
+    warmup_iterations: int = 10,
+    warmup_seconds: float = 3.0,
+    case_timeout: float = 300.0,
+    startup_timeout: float | None = None,
+    device: str = "cuda",
+    seed: int = 1234,
+    cuda_graph: bool = True,
+    launch_shield: bool = True,
+    l2_flush_bytes: int | None = None,
+    max_cases: int | None = None,
+    workdir: str | None = None,
+    observed_at: datetime | None = None,
+) -> dict:
     definition = load_definition(definition_dir)
     cases = load_workload(definition_dir)
     if max_cases is not None:
@@ -256,10 +308,14 @@ def run_rerun(definition_dir: str, solution: str, *, trials: int = 3, iterations
 
     settings = {
         **DEFAULT_SETTINGS,
-        "iterations": iterations, "warmupIterations": warmup_iterations,
-        "warmupSeconds": warmup_seconds, "trials": trials,
-        "caseTimeLimitSeconds": case_timeout, "inputSeed": seed,
-        "launchShield": launch_shield, "cudaGraph": cuda_graph,
+        "iterations": iterations,
+        "warmupIterations": warmup_iterations,
+        "warmupSeconds": warmup_seconds,
+        "trials": trials,
+        "caseTimeLimitSeconds": case_timeout,
+        "inputSeed": seed,
+        "launchShield": launch_shield,
+        "cudaGraph": cuda_graph,
     }
     if l2_flush_bytes:
         settings["l2FlushBytes"] = l2_flush_bytes
@@ -267,10 +323,16 @@ def run_rerun(definition_dir: str, solution: str, *, trials: int = 3, iterations
     tmp = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="kernelindex-rerun-"))
     tmp.mkdir(parents=True, exist_ok=True)
     base_cfg = {
-        "definition": str(Path(definition_dir).resolve()), "solution": solution,
-        "device": device, "iterations": iterations, "warmupIterations": warmup_iterations,
-        "warmupSeconds": warmup_seconds, "seed": seed, "cudaGraph": cuda_graph,
-        "launchShield": launch_shield, "l2FlushBytes": settings["l2FlushBytes"],
+        "definition": str(Path(definition_dir).resolve()),
+        "solution": solution,
+        "device": device,
+        "iterations": iterations,
+        "warmupIterations": warmup_iterations,
+        "warmupSeconds": warmup_seconds,
+        "seed": seed,
+        "cudaGraph": cuda_graph,
+        "launchShield": launch_shield,
+        "l2FlushBytes": settings["l2FlushBytes"],
         "workdir": str(tmp),
     }
     if solution.startswith("baseline:"):
@@ -282,27 +344,29 @@ def run_rerun(definition_dir: str, solution: str, *, trials: int = 3, iterations
     trial_outputs = []
     for t in range(trials):
         _log(f"{definition.name} · {solution} · trial {t + 1}/{trials} (new process)")
-        trial_outputs.append(run_trial(base_cfg, t, [c.index for c in cases], tmp,
-                                       case_timeout, startup))
+        trial_outputs.append(run_trial(base_cfg, t, [c.index for c in cases], tmp, case_timeout, startup))
     environment = next((o["environment"] for o in trial_outputs if o["environment"]), None)
     if environment is None:
-        environment = {"vendor": "nvidia", "product": "unknown", "architecture": None,
-                       "libraries": {}}
+        environment = {"vendor": "nvidia", "product": "unknown", "architecture": None, "libraries": {}}
     case_results = [
-        aggregate_case(c.index, c.uuid,
-                       [o["results"].get(c.index, {"status": st.RUNTIME_ERROR,
-                                                    "detail": "no result"})
-                        for o in trial_outputs])
+        aggregate_case(
+            c.index,
+            c.uuid,
+            [o["results"].get(c.index, {"status": st.RUNTIME_ERROR, "detail": "no result"}) for o in trial_outputs],
+        )
         for c in cases
     ]
-    workload_cases = [{"index": c.index, "id": c.uuid, "axes": c.axes, "tolerance": c.tolerance}
-                      for c in cases]
-    env_for_doc = {k: environment.get(k) for k in ("vendor", "product", "architecture",
-                                                      "clocks", "libraries")}
+    workload_cases = [{"index": c.index, "id": c.uuid, "axes": c.axes, "tolerance": c.tolerance} for c in cases]
+    env_for_doc = {k: environment.get(k) for k in ("vendor", "product", "architecture", "clocks", "libraries")}
     return build_bundle(
-        definition_name=definition.name, cases=workload_cases, implementation=impl_info,
-        environment=env_for_doc, case_results=case_results, observed_at=observed,
-        settings=settings, trial_info=[o["info"] for o in trial_outputs],
+        definition_name=definition.name,
+        cases=workload_cases,
+        implementation=impl_info,
+        environment=env_for_doc,
+        case_results=case_results,
+        observed_at=observed,
+        settings=settings,
+        trial_info=[o["info"] for o in trial_outputs],
         labels={"solution": _solution_label(solution)},
     )
 

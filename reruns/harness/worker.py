@@ -81,11 +81,18 @@ def load_sources(sources: list[dict], entry_file: str, tag: str, workdir: Path):
 
 # ---------------------------------------------------------------- inputs (as SOL-ExecBench)
 
+
 def torch_dtype(torch, name: str):
     table = {
-        "float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
-        "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
-        "int16": torch.int16, "int8": torch.int8, "bool": torch.bool,
+        "float64": torch.float64,
+        "float32": torch.float32,
+        "float16": torch.float16,
+        "bfloat16": torch.bfloat16,
+        "int64": torch.int64,
+        "int32": torch.int32,
+        "int16": torch.int16,
+        "int8": torch.int8,
+        "bool": torch.bool,
     }
     for extra in ("float8_e4m3fn", "float8_e5m2"):
         if hasattr(torch, extra):
@@ -102,16 +109,21 @@ def rand_tensor(torch, shape, dtype, device):
         return torch.randn(shape, dtype=torch.float32, device=device).clamp_(-2.0, 2.0).to(dtype)
     if dtype is torch.bool:
         return torch.randint(0, 2, shape, dtype=torch.bool, device=device)
-    ranges = {torch.int8: (-128, 128), torch.int16: (-1024, 1024),
-              torch.int32: (-1024, 1024), torch.int64: (-1024, 1024)}
+    ranges = {
+        torch.int8: (-128, 128),
+        torch.int16: (-1024, 1024),
+        torch.int32: (-1024, 1024),
+        torch.int64: (-1024, 1024),
+    }
     if dtype in ranges:
         low, high = ranges[dtype]
         return torch.randint(low, high, shape, dtype=dtype, device=device)
     raise ValueError(f"unsupported random dtype {dtype}")
 
 
-def generate_inputs(torch, definition: Definition, case: Case, resolved: dict, ref_module,
-                    device, seed: int) -> list[Any]:
+def generate_inputs(
+    torch, definition: Definition, case: Case, resolved: dict, ref_module, device, seed: int
+) -> list[Any]:
     torch.manual_seed(seed + case.index)
     kinds = {spec.get("type") for spec in case.inputs.values()}
     shapes = definition.input_shapes(resolved)
@@ -128,8 +140,7 @@ def generate_inputs(torch, definition: Definition, case: Case, resolved: dict, r
                 raise ValueError(f"{entry} did not produce input {name!r}")
             value = produced[name]
             if shapes[name] is not None and tuple(value.shape) != tuple(shapes[name]):
-                raise ValueError(f"{entry}: {name} has shape {tuple(value.shape)}, "
-                                 f"expected {shapes[name]}")
+                raise ValueError(f"{entry}: {name} has shape {tuple(value.shape)}, expected {shapes[name]}")
             values.append(value)
         return values
     values = []
@@ -162,12 +173,12 @@ def allocate_outputs(torch, definition: Definition, resolved: dict, device) -> l
     outs = []
     for name, spec in definition.outputs.items():
         shape = definition.output_shapes(resolved)[name]
-        outs.append(torch.empty(() if shape is None else shape,
-                                dtype=torch_dtype(torch, spec["dtype"]), device=device))
+        outs.append(torch.empty(() if shape is None else shape, dtype=torch_dtype(torch, spec["dtype"]), device=device))
     return outs
 
 
 # ---------------------------------------------------------------- timing
+
 
 class L2Flusher:
     def __init__(self, torch, device, nbytes: int):
@@ -186,8 +197,7 @@ def steady_clocks(torch, device, seconds: float, flusher=None) -> float:
     """
     if seconds <= 0 or device.type != "cuda":
         return 0.0
-    buf = flusher.buffer if flusher is not None else torch.empty(
-        64 * 1024 * 1024, dtype=torch.int32, device=device)
+    buf = flusher.buffer if flusher is not None else torch.empty(64 * 1024 * 1024, dtype=torch.int32, device=device)
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
         for _ in range(20):
@@ -218,8 +228,18 @@ def _sync(torch, device):
 
 
 class CaseRunner:
-    def __init__(self, torch, cfg: dict, definition: Definition, impl: Implementation,
-                 ref_run, impl_run, ref_module, device, flusher):
+    def __init__(
+        self,
+        torch,
+        cfg: dict,
+        definition: Definition,
+        impl: Implementation,
+        ref_run,
+        impl_run,
+        ref_module,
+        device,
+        flusher,
+    ):
         self.torch = torch
         self.cfg = cfg
         self.definition = definition
@@ -245,8 +265,9 @@ class CaseRunner:
         # Reference outputs on the case's seeded inputs.
         try:
             resolved = self.definition.resolve_axes(case.axes)
-            inputs = generate_inputs(torch, self.definition, case, resolved, self.ref_module,
-                                     device, int(self.cfg["seed"]))
+            inputs = generate_inputs(
+                torch, self.definition, case, resolved, self.ref_module, device, int(self.cfg["seed"])
+            )
             with torch.no_grad():
                 ref_raw = self.ref_run(*self._clone(inputs))
             _sync(torch, device)
@@ -315,8 +336,7 @@ class CaseRunner:
                 t0 = time.perf_counter()
                 invoke(work)
                 times.append((time.perf_counter() - t0) * 1e3)
-            return {"timer": "host_perf_counter",
-                    "medianNs": statistics.median(times[warm:]) * 1e6}
+            return {"timer": "host_perf_counter", "medianNs": statistics.median(times[warm:]) * 1e6}
 
         note = None
         graph = None
@@ -337,12 +357,16 @@ class CaseRunner:
             note = "graph capture skipped"
 
         if graph is not None:
+
             def call():
                 graph.replay()
+
             timer = "cuda_graph"
         else:
+
             def call():
                 invoke(work)
+
             timer = "cuda_events"
 
         # Host enqueue time of one call, to size the launch shield.
@@ -452,13 +476,20 @@ def main(argv: list[str] | None = None) -> int:
     nbytes = int(cfg.get("l2FlushBytes", 256 * 1024 * 1024))
     flusher = L2Flusher(torch, device, nbytes) if device.type == "cuda" else None
     warm_s = steady_clocks(torch, device, float(cfg.get("warmupSeconds", 0)), flusher)
-    send({"type": "hello", "pid": os.getpid(), "environment": environment,
-          "warmupSecondsDone": round(warm_s, 3),
-          "clocks": probe.clocks() if probe else None})
+    send(
+        {
+            "type": "hello",
+            "pid": os.getpid(),
+            "environment": environment,
+            "warmupSecondsDone": round(warm_s, 3),
+            "clocks": probe.clocks() if probe else None,
+        }
+    )
 
     try:
-        ref_module = load_sources([{"path": "reference.py", "content": definition.reference}],
-                                  "reference.py", f"ref{os.getpid()}", workdir)
+        ref_module = load_sources(
+            [{"path": "reference.py", "content": definition.reference}], "reference.py", f"ref{os.getpid()}", workdir
+        )
         ref_run = ref_module.run
     except Exception as exc:
         send({"type": "fatal", "status": st.INVALID_REFERENCE, "detail": _exc_detail(exc)})
@@ -485,8 +516,7 @@ def main(argv: list[str] | None = None) -> int:
         send({"type": "fatal", "status": st.COMPILE_ERROR, "detail": _exc_detail(exc)})
         return 0
 
-    runner = CaseRunner(torch, cfg, definition, impl, ref_run, impl_run, ref_module, device,
-                        flusher)
+    runner = CaseRunner(torch, cfg, definition, impl, ref_run, impl_run, ref_module, device, flusher)
     no_graph = set(cfg.get("noGraph") or [])
     for index in cfg["cases"]:
         case = cases[index]

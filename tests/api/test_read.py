@@ -108,6 +108,11 @@ def test_the_group_ranking_and_the_run_list_agree(client: Any, shipped_data: Non
             {"benchmark": "62", "source": "sol-execbench"},
             lambda r: r["source"] == "sol-execbench" and r["benchmark"]["nativeId"].startswith("062"),
         ),
+        (
+            # A benchmark's runs from every source: the SOL board and KernelIndex's reruns of it.
+            {"benchmark": "010_attention_value_projection_with_transpose", "benchmarkSource": "sol-execbench"},
+            lambda r: r["benchmark"]["nativeId"] == "010_attention_value_projection_with_transpose",
+        ),
         ({"gpu": "B200"}, lambda r: r["hardware"]["product"] == "NVIDIA B200"),
         ({"gpu": "NVIDIA B200"}, lambda r: r["hardware"]["product"] == "NVIDIA B200"),
         ({"architecture": "sm_90"}, lambda r: r["hardware"]["architecture"] == "sm_90"),
@@ -240,3 +245,11 @@ def test_cors_is_open_for_reads_only(client: Any, shipped_data: None) -> None:
         "/api/v1/manifests/", HTTP_ORIGIN="https://evil.example", HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST"
     )
     assert "Access-Control-Allow-Origin" not in post_preflight
+
+
+def test_a_benchmark_lists_its_source_runs_and_kernelindex_reruns(client: Any, shipped_data: None) -> None:
+    """The benchmark page's "runs as JSON" link: by the benchmark's source, not the run's."""
+    params = {"benchmark": "010_attention_value_projection_with_transpose", "benchmarkSource": "sol-execbench"}
+    rows = client.get("/api/v1/runs/", {**params, "limit": 500}).json()["results"]
+    assert {row["evidenceLevel"] for row in rows} == {"source_reported", "kernelindex_rerun"}
+    assert {row["source"] for row in rows} >= {"sol-execbench", "kernelindex"}

@@ -51,13 +51,19 @@ TOL = {"max_atol": 1e-3, "max_rtol": 1e-2, "required_matched_ratio": 1.0, "max_e
 
 # ------------------------------------------------------------------ correctness checking
 
+
 def test_exact_match_passes():
     ref = torch.randn(64)
     res = compare_tensor(ref.clone(), ref, TOL)
     assert res.status == st.PASSED
     assert res.max_abs == 0.0 and res.max_rel == 0.0 and res.matched_ratio == 1.0
-    assert res.to_correctness() == {"maxAbsoluteError": 0.0, "maxRelativeError": 0.0,
-                                    "matchedRatio": 1.0, "hasNan": False, "hasInf": False}
+    assert res.to_correctness() == {
+        "maxAbsoluteError": 0.0,
+        "maxRelativeError": 0.0,
+        "matchedRatio": 1.0,
+        "hasNan": False,
+        "hasInf": False,
+    }
 
 
 def test_within_atol_plus_rtol_passes_and_outside_fails():
@@ -98,8 +104,7 @@ def test_relative_error_uses_atol_as_floor():
     assert math.isfinite(res.max_rel)
 
 
-@pytest.mark.parametrize("bad, flag", [(float("nan"), "hasNan"), (float("inf"), "hasInf"),
-                                       (float("-inf"), "hasInf")])
+@pytest.mark.parametrize("bad, flag", [(float("nan"), "hasNan"), (float("inf"), "hasInf"), (float("-inf"), "hasInf")])
 def test_nan_and_inf_in_output_fail_and_are_flagged(bad, flag):
     ref = torch.ones(8)
     out = ref.clone()
@@ -142,6 +147,7 @@ def test_bf16_comparison_is_done_in_float32():
 
 # ------------------------------------------------------------------ definitions & implementations
 
+
 def test_real_definitions_load_and_resolve():
     d62 = load_definition(K62)
     cases = load_workload(K62)
@@ -160,8 +166,12 @@ def test_real_definitions_load_and_resolve():
 
 
 def test_tolerance_defaults_and_safe_expressions():
-    assert effective_tolerance({}) == {"max_atol": 0.01, "max_rtol": 0.01,
-                                       "required_matched_ratio": 1.0, "max_error_cap": None}
+    assert effective_tolerance({}) == {
+        "max_atol": 0.01,
+        "max_rtol": 0.01,
+        "required_matched_ratio": 1.0,
+        "max_error_cap": None,
+    }
     assert eval_expression("a * b // 2", {"a": 3, "b": 4}) == 6
     with pytest.raises(ValueError):
         eval_expression("__import__('os').system('true')", {})
@@ -186,10 +196,16 @@ def test_implementation_specs():
 
 def test_solution_file_format(tmp_path):
     d10 = load_definition(K10)
-    sol = {"name": "my_triton_v1", "definition": d10.name, "author": "someone | team",
-           "spec": {"language": "triton", "entry_point": "main.py::run"},
-           "sources": [{"path": "main.py", "content": "def run(a, b, out):\n    pass\n"},
-                       {"path": "util.py", "content": "X = 1\n"}]}
+    sol = {
+        "name": "my_triton_v1",
+        "definition": d10.name,
+        "author": "someone | team",
+        "spec": {"language": "triton", "entry_point": "main.py::run"},
+        "sources": [
+            {"path": "main.py", "content": "def run(a, b, out):\n    pass\n"},
+            {"path": "util.py", "content": "X = 1\n"},
+        ],
+    }
     path = tmp_path / "sol.json"
     path.write_text(json.dumps(sol))
     impl = resolve_implementation(str(path), d10)
@@ -197,9 +213,17 @@ def test_solution_file_format(tmp_path):
     assert impl.languages == ["triton", "pytorch"]
     assert impl.destination_passing_style is True  # SOL-ExecBench's default
     assert impl.submitter == "someone | team"
-    expected = "sha256:" + hashlib.sha256(rfc8785.dumps(
-        [{"path": "main.py", "content": sol["sources"][0]["content"]},
-         {"path": "util.py", "content": "X = 1\n"}])).hexdigest()
+    expected = (
+        "sha256:"
+        + hashlib.sha256(
+            rfc8785.dumps(
+                [
+                    {"path": "main.py", "content": sol["sources"][0]["content"]},
+                    {"path": "util.py", "content": "X = 1\n"},
+                ]
+            )
+        ).hexdigest()
+    )
     assert impl.code_digest == expected
 
 
@@ -209,30 +233,60 @@ CASES = [
     {"index": 0, "id": "case-a", "axes": {"n": 4}, "tolerance": {"max_atol": 1e-5, "max_rtol": 0.05}},
     {"index": 1, "id": "case-b", "axes": {"n": 8}, "tolerance": {}},
 ]
-IMPL = {"revision": "reference", "languages": ["pytorch"], "codeDigest": "sha256:" + "ab" * 32,
-        "project": "KernelIndex baselines", "submitter": "KernelIndex"}
-ENV = {"product": "H200", "architecture": "sm_90",
-       "clocks": {"lockedByHarness": False, "maxSmMHz": 1980, "maxMemoryMHz": 3201},
-       "libraries": {"torch": "2.11.0+cu130", "triton": "3.6.0", "cuda": "13.0",
-                     "driver": "580.159.04", "python": "3.12.3"}}
-CORR = {"maxAbsoluteError": 0.0, "maxRelativeError": 0.0, "matchedRatio": 1.0,
-        "hasNan": False, "hasInf": False}
+IMPL = {
+    "revision": "reference",
+    "languages": ["pytorch"],
+    "codeDigest": "sha256:" + "ab" * 32,
+    "project": "KernelIndex baselines",
+    "submitter": "KernelIndex",
+}
+ENV = {
+    "product": "H200",
+    "architecture": "sm_90",
+    "clocks": {"lockedByHarness": False, "maxSmMHz": 1980, "maxMemoryMHz": 3201},
+    "libraries": {
+        "torch": "2.11.0+cu130",
+        "triton": "3.6.0",
+        "cuda": "13.0",
+        "driver": "580.159.04",
+        "python": "3.12.3",
+    },
+}
+CORR = {"maxAbsoluteError": 0.0, "maxRelativeError": 0.0, "matchedRatio": 1.0, "hasNan": False, "hasInf": False}
 
 
 def _results(medians_a=(100.0, 110.0, 105.0), medians_b=(400.0, 380.0, 420.0), status_b=st.PASSED):
     return [
-        {"index": 0, "id": "case-a", "status": st.PASSED, "timer": "cuda_graph",
-         "trialMediansNs": list(medians_a), "correctness": CORR},
-        {"index": 1, "id": "case-b", "status": status_b, "timer": "cuda_events",
-         "trialMediansNs": list(medians_b) if status_b == st.PASSED else [None] * 3,
-         "correctness": CORR, "detail": None if status_b == st.PASSED else "boom"},
+        {
+            "index": 0,
+            "id": "case-a",
+            "status": st.PASSED,
+            "timer": "cuda_graph",
+            "trialMediansNs": list(medians_a),
+            "correctness": CORR,
+        },
+        {
+            "index": 1,
+            "id": "case-b",
+            "status": status_b,
+            "timer": "cuda_events",
+            "trialMediansNs": list(medians_b) if status_b == st.PASSED else [None] * 3,
+            "correctness": CORR,
+            "detail": None if status_b == st.PASSED else "boom",
+        },
     ]
 
 
 def _bundle(**overrides):
-    kwargs = dict(definition_name="062_kv_cache_update_with_rope_backward", cases=CASES,
-                  implementation=IMPL, environment=ENV, case_results=_results(),
-                  observed_at="2026-11-30T15:51:07.123Z", settings={"trials": 3})
+    kwargs = dict(
+        definition_name="062_kv_cache_update_with_rope_backward",
+        cases=CASES,
+        implementation=IMPL,
+        environment=ENV,
+        case_results=_results(),
+        observed_at="2026-11-30T15:51:07.123Z",
+        settings={"trials": 3},
+    )
     kwargs.update(overrides)
     return build_bundle(**kwargs)
 
@@ -241,9 +295,13 @@ def test_bundle_shape():
     b = _bundle()
     assert set(b) == {"run", "protocol", "environment", "workload", "implementation"}
     kinds = {k: d["kind"] for k, d in b.items()}
-    assert kinds == {"run": "BenchmarkRun", "protocol": "BenchmarkProtocol",
-                     "environment": "ExecutionEnvironment", "workload": "Workload",
-                     "implementation": "Implementation"}
+    assert kinds == {
+        "run": "BenchmarkRun",
+        "protocol": "BenchmarkProtocol",
+        "environment": "ExecutionEnvironment",
+        "workload": "Workload",
+        "implementation": "Implementation",
+    }
     for doc in b.values():
         assert doc["apiVersion"] == API_VERSION == "kernelindex.dev/v1alpha1"
         assert set(doc) == {"apiVersion", "kind", "metadata", "spec"}
@@ -269,8 +327,10 @@ def test_bundle_shape():
     assert s["status"] == "passed" and "statusDetail" not in s
     assert s["observedAt"] == "2026-11-30T15:51:07.123Z"
     assert s["sourceNative"]["source"] == "kernelindex"
-    assert s["sourceNative"]["externalId"] == \
-        "rerun/062_kv_cache_update_with_rope_backward/reference/H200/20261130T155107Z"
+    assert (
+        s["sourceNative"]["externalId"]
+        == "rerun/062_kv_cache_update_with_rope_backward/reference/H200/20261130T155107Z"
+    )
     assert s["cases"][1]["timer"] == "cuda_events"
     json.dumps(b, allow_nan=False)
 
@@ -355,8 +415,11 @@ def test_product_normalisation_and_architecture():
 
 def test_aggregate_case_takes_worst_trial():
     ok = {"status": st.PASSED, "timer": "cuda_graph", "medianNs": 10.0, "correctness": CORR}
-    bad = {"status": st.INCORRECT_NUMERICAL, "detail": "x",
-           "correctness": {**CORR, "maxAbsoluteError": 0.5, "matchedRatio": 0.9}}
+    bad = {
+        "status": st.INCORRECT_NUMERICAL,
+        "detail": "x",
+        "correctness": {**CORR, "maxAbsoluteError": 0.5, "matchedRatio": 0.9},
+    }
     agg = aggregate_case(0, "c", [ok, bad, ok])
     assert agg["status"] == st.INCORRECT_NUMERICAL and agg["detail"] == "x"
     assert agg["trialMediansNs"] == [10.0, None, 10.0]
@@ -390,34 +453,55 @@ TINY_REFERENCE = textwrap.dedent("""
 def tiny(tmp_path):
     d = tmp_path / "tiny_add"
     d.mkdir()
-    (d / "definition.json").write_text(json.dumps({
-        "name": "tiny_add",
-        "axes": {"n": {"type": "var"}},
-        "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "y": {"shape": ["n"], "dtype": "float32"}},
-        "outputs": {"z": {"shape": ["n"], "dtype": "float32"}},
-        "reference": TINY_REFERENCE,
-    }))
-    rows = [{"uuid": "tiny-0", "axes": {"n": 4}, "inputs": {"x": {"type": "random"}, "y": {"type": "random"}},
-             "tolerance": {"max_atol": 1e-5, "max_rtol": 1e-5}},
-            {"uuid": "tiny-1", "axes": {"n": 8}, "inputs": {"x": {"type": "random"}, "y": {"type": "random"}},
-             "tolerance": {"max_atol": 1e-5, "max_rtol": 1e-5}}]
+    (d / "definition.json").write_text(
+        json.dumps(
+            {
+                "name": "tiny_add",
+                "axes": {"n": {"type": "var"}},
+                "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "y": {"shape": ["n"], "dtype": "float32"}},
+                "outputs": {"z": {"shape": ["n"], "dtype": "float32"}},
+                "reference": TINY_REFERENCE,
+            }
+        )
+    )
+    rows = [
+        {
+            "uuid": "tiny-0",
+            "axes": {"n": 4},
+            "inputs": {"x": {"type": "random"}, "y": {"type": "random"}},
+            "tolerance": {"max_atol": 1e-5, "max_rtol": 1e-5},
+        },
+        {
+            "uuid": "tiny-1",
+            "axes": {"n": 8},
+            "inputs": {"x": {"type": "random"}, "y": {"type": "random"}},
+            "tolerance": {"max_atol": 1e-5, "max_rtol": 1e-5},
+        },
+    ]
     (d / "workload.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     return d
 
 
 def _solution(tmp_path, body: str, dps: bool = False, name: str = "sol") -> str:
     path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps({
-        "name": name, "definition": "tiny_add", "author": "tester",
-        "spec": {"language": "pytorch", "entry_point": "main.py::run", "destination_passing_style": dps},
-        "sources": [{"path": "main.py", "content": "import os, time\nimport torch\n\n" + textwrap.dedent(body)}],
-    }))
+    path.write_text(
+        json.dumps(
+            {
+                "name": name,
+                "definition": "tiny_add",
+                "author": "tester",
+                "spec": {"language": "pytorch", "entry_point": "main.py::run", "destination_passing_style": dps},
+                "sources": [
+                    {"path": "main.py", "content": "import os, time\nimport torch\n\n" + textwrap.dedent(body)}
+                ],
+            }
+        )
+    )
     return str(path)
 
 
 def _rerun(definition, solution, **kw):
-    opts = dict(trials=1, iterations=2, warmup_iterations=0, warmup_seconds=0, device="cpu",
-                case_timeout=60)
+    opts = dict(trials=1, iterations=2, warmup_iterations=0, warmup_seconds=0, device="cpu", case_timeout=60)
     opts.update(kw)
     bundle = run_rerun(str(definition), solution, **opts)
     assert verify_bundle(bundle) == []
@@ -440,10 +524,13 @@ def test_reference_rerun_passes_on_cpu(tiny):
 
 @pytest.mark.slow
 def test_raising_implementation_gives_runtime_error_run(tiny, tmp_path):
-    sol = _solution(tmp_path, """
+    sol = _solution(
+        tmp_path,
+        """
         def run(x, y):
             raise RuntimeError("kernel exploded")
-    """)
+    """,
+    )
     b = _rerun(tiny, sol)
     s = b["run"]["spec"]
     assert s["status"] == "failed" and s["statusDetail"] == st.RUNTIME_ERROR
@@ -454,12 +541,15 @@ def test_raising_implementation_gives_runtime_error_run(tiny, tmp_path):
 
 @pytest.mark.slow
 def test_case_over_time_limit_is_timeout_and_next_case_still_runs(tiny, tmp_path):
-    sol = _solution(tmp_path, """
+    sol = _solution(
+        tmp_path,
+        """
         def run(x, y):
             if x.numel() == 4:
                 time.sleep(120)
             return x + y
-    """)
+    """,
+    )
     b = _rerun(tiny, sol, case_timeout=3)
     assert _statuses(b) == [st.TIMEOUT, st.PASSED]
     s = b["run"]["spec"]
@@ -469,12 +559,15 @@ def test_case_over_time_limit_is_timeout_and_next_case_still_runs(tiny, tmp_path
 
 @pytest.mark.slow
 def test_crashing_process_is_runtime_error_not_harness_crash(tiny, tmp_path):
-    sol = _solution(tmp_path, """
+    sol = _solution(
+        tmp_path,
+        """
         def run(x, y):
             if x.numel() == 4:
                 os._exit(3)
             return x + y
-    """)
+    """,
+    )
     b = _rerun(tiny, sol)
     assert _statuses(b) == [st.RUNTIME_ERROR, st.PASSED]
     assert "died" in b["run"]["spec"]["cases"][0]["detail"]
@@ -498,10 +591,15 @@ def test_wrong_outputs_statuses(tiny, tmp_path):
 
 @pytest.mark.slow
 def test_dps_solution_and_compile_error(tiny, tmp_path):
-    good = _solution(tmp_path, """
+    good = _solution(
+        tmp_path,
+        """
         def run(x, y, z):
             torch.add(x, y, out=z)
-    """, dps=True, name="dps")
+    """,
+        dps=True,
+        name="dps",
+    )
     b = _rerun(tiny, good)
     assert b["run"]["spec"]["status"] == "passed"
     assert b["implementation"]["spec"]["revision"] == "dps"
@@ -511,6 +609,7 @@ def test_dps_solution_and_compile_error(tiny, tmp_path):
 
 
 # ------------------------------------------------------------------ GPU only
+
 
 @needs_cuda
 def test_gpu_rerun_times_with_graph_or_events(tiny, tmp_path):
@@ -525,11 +624,14 @@ def test_gpu_rerun_times_with_graph_or_events(tiny, tmp_path):
 
 @needs_cuda
 def test_gpu_capture_failure_falls_back_to_events(tiny, tmp_path):
-    sol = _solution(tmp_path, """
+    sol = _solution(
+        tmp_path,
+        """
         def run(x, y):
             scale = float(x.abs().sum().item()) * 0.0  # host sync: cannot be captured
             return x + y + scale
-    """)
+    """,
+    )
     b = _rerun(tiny, sol, device="cuda", trials=1, iterations=10, warmup_iterations=2)
     cases = b["run"]["spec"]["cases"]
     assert [c["status"] for c in cases] == [st.PASSED, st.PASSED]
