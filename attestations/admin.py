@@ -22,6 +22,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from attestations import services
+from attestations.forms import AttestationForm
 from attestations.models import (
     Attestation,
     AttestationState,
@@ -320,23 +321,7 @@ class AttestationAdmin(ModerationPermissionMixin, admin.ModelAdmin):
     actions = ["approve", "reject"]
     fieldsets = (
         (None, {"fields": ("reference", "run", "kind", "state", "author_name", "created_at")}),
-        (
-            "Reproduction",
-            {
-                "fields": (
-                    "measured_value",
-                    "measured_unit",
-                    "measured_statistic",
-                    "cases_reproduced",
-                    "cases_matched",
-                    "gpu_product",
-                    "driver_version",
-                    "cuda_version",
-                    "torch_version",
-                    "command",
-                )
-            },
-        ),
+        ("Reproduction", {"fields": AttestationForm.REPRODUCTION_FIELDS}),
         ("Text and link", {"fields": ("text", "link")}),
         ("Review", {"fields": ("moderation_reason", "reviewed_at", "reviewed_by")}),
         ("Document", {"fields": ("digest", "document_pretty", "client_key")}),

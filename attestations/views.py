@@ -7,6 +7,8 @@ honeypot is answered exactly like a successful one and nothing is stored.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
@@ -36,55 +38,69 @@ def _fake_reference(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(5)}"
 
 
+def _submission(
+    request: HttpRequest,
+    public_id: str,
+    *,
+    form_class: type,
+    create: Callable[..., Any],
+    template: str,
+    received: str,
+    prefix: str,
+    initial: dict[str, Any] | None = None,
+) -> HttpResponse:
+    """GET shows the form; POST rate-limits, validates, drops bot posts without storing them,
+    creates through the service and redirects to the confirmation page with its reference."""
+    run = _visible_run(public_id)
+    if request.method != "POST":
+        return render(request, template, {"run": run, "form": form_class(run=run, initial=initial)})
+    allowed, retry_after = ratelimit.check(request, ratelimit.SUBMISSIONS)
+    if not allowed:
+        return rate_limited(request, retry_after)
+    form = form_class(request.POST, run=run)
+    if not form.is_valid():
+        return render(request, template, {"run": run, "form": form}, status=400)
+    if form.is_bot():
+        reference = _fake_reference(prefix)
+    else:
+        try:
+            created = create(request, run, form)
+        except ValidationError as error:
+            form.add_error(None, error)
+            return render(request, template, {"run": run, "form": form}, status=400)
+        reference = created.reference
+    return redirect(received, public_id=run.public_id, reference=reference)
+
+
 @require_http_methods(["GET", "POST"])
 def attest(request: HttpRequest, public_id: str) -> HttpResponse:
-    run = _visible_run(public_id)
-    if request.method == "POST":
-        allowed, retry_after = ratelimit.check(request, ratelimit.SUBMISSIONS)
-        if not allowed:
-            return rate_limited(request, retry_after)
-        form = AttestationForm(request.POST, run=run)
-        if form.is_valid():
-            if form.is_bot():
-                reference = _fake_reference("A")
-            else:
-                try:
-                    attestation = services.attestation_create(
-                        run=run, author=request.user, client_key=client_key(request), **form.service_kwargs()
-                    )
-                except ValidationError as error:
-                    form.add_error(None, error)
-                    return render(request, "attestations/attest_form.html", {"run": run, "form": form}, status=400)
-                reference = attestation.reference
-            return redirect("attestations:attest_received", public_id=run.public_id, reference=reference)
-        return render(request, "attestations/attest_form.html", {"run": run, "form": form}, status=400)
-    form = AttestationForm(run=run, initial={"kind": request.GET.get("kind", "reproduction")})
-    return render(request, "attestations/attest_form.html", {"run": run, "form": form})
+    return _submission(
+        request,
+        public_id,
+        form_class=AttestationForm,
+        create=lambda request, run, form: services.attestation_create(
+            run=run, author=request.user, client_key=client_key(request), **form.service_kwargs()
+        ),
+        template="attestations/attest_form.html",
+        received="attestations:attest_received",
+        prefix="A",
+        initial={"kind": request.GET.get("kind", "reproduction")},
+    )
 
 
 @require_http_methods(["GET", "POST"])
 def report(request: HttpRequest, public_id: str) -> HttpResponse:
-    run = _visible_run(public_id)
-    if request.method == "POST":
-        allowed, retry_after = ratelimit.check(request, ratelimit.SUBMISSIONS)
-        if not allowed:
-            return rate_limited(request, retry_after)
-        form = IssueReportForm(request.POST, run=run)
-        if form.is_valid():
-            if form.is_bot():
-                reference = _fake_reference("R")
-            else:
-                try:
-                    issue = services.issue_report_create(
-                        run=run, reporter=request.user, client_key=client_key(request), **form.service_kwargs()
-                    )
-                except ValidationError as error:
-                    form.add_error(None, error)
-                    return render(request, "attestations/report_form.html", {"run": run, "form": form}, status=400)
-                reference = issue.reference
-            return redirect("attestations:report_received", public_id=run.public_id, reference=reference)
-        return render(request, "attestations/report_form.html", {"run": run, "form": form}, status=400)
-    return render(request, "attestations/report_form.html", {"run": run, "form": IssueReportForm(run=run)})
+    return _submission(
+        request,
+        public_id,
+        form_class=IssueReportForm,
+        create=lambda request, run, form: services.issue_report_create(
+            run=run, reporter=request.user, client_key=client_key(request), **form.service_kwargs()
+        ),
+        template="attestations/report_form.html",
+        received="attestations:report_received",
+        prefix="R",
+    )
 
 
 def _received(request: HttpRequest, public_id: str, reference: str, *, what: str) -> HttpResponse:
