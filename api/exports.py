@@ -19,7 +19,7 @@ from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 
 from api.serializers import RunSerializer, permalink
-from runs.management.commands.export import export_lines
+from ingest.pipeline import export_lines
 from runs.models import Run
 
 CHUNK = 2000

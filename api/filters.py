@@ -16,7 +16,7 @@ from django.core.validators import ProhibitNullCharactersValidator
 from django.db.models import Q, QuerySet
 
 from attestations.models import Attestation, AttestationKind
-from runs import ranking
+from kernelindex.gpus import normalise_product
 from runs.models import (
     Benchmark,
     ComparisonGroup,
@@ -146,7 +146,7 @@ class RunFilter(ApiFilterSet):
         return queryset.filter(_benchmark_q("benchmark__", value))
 
     def filter_gpu(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(environment__product=ranking.normalise_product(value))
+        return queryset.filter(environment__product=normalise_product(value))
 
     def filter_project(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return queryset.filter(Q(implementation__project__slug=value) | Q(implementation__project__name=value))
@@ -171,7 +171,7 @@ class GroupFilter(ApiFilterSet):
         return queryset.filter(_benchmark_q("benchmark__", value))
 
     def filter_gpu(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(hardware_product=ranking.normalise_product(value))
+        return queryset.filter(hardware_product=normalise_product(value))
 
 
 class BenchmarkFilter(ApiFilterSet):
@@ -206,7 +206,7 @@ class EnvironmentFilter(ApiFilterSet):
         fields: list[str] = []
 
     def filter_gpu(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(product=ranking.normalise_product(value))
+        return queryset.filter(product=normalise_product(value))
 
 
 class WorkloadFilter(ApiFilterSet):

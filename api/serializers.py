@@ -15,6 +15,7 @@ from rest_framework import serializers
 
 from attestations.forms import STATISTICS
 from attestations.models import UNIT_NS, AttestationKind, ReportCategory
+from kernelindex.gpus import architecture_for
 from runs import ranking, selectors
 from runs.manifests import KINDS
 from runs.models import ComparisonGroup, Run
@@ -215,7 +216,7 @@ class GroupSerializer(serializers.Serializer):
     ranking = RankingRuleSerializer(source="*")
 
     def get_architecture(self, group: ComparisonGroup) -> str:
-        return ranking.architecture_for(group.hardware_product)
+        return architecture_for(group.hardware_product)
 
     @extend_schema_field({"type": "object", "additionalProperties": True})
     def get_keyDocument(self, group: ComparisonGroup) -> Any:  # noqa: N802

@@ -1,7 +1,7 @@
 """Writes of the API app: issuing and revoking tokens, recording submitted manifests.
 
 A submitted manifest goes the one way every run goes into the index: ``bundle_verify`` and
-then ``runs.services.bundles_import``. What this module adds is the policy of DESIGN §3 for the
+then ``ingest.engine.import_bundles``. What this module adds is the policy of DESIGN §3 for the
 API: the evidence level comes from the token, never from the bundle's annotations.
 """
 
@@ -16,8 +16,9 @@ from django.utils import timezone
 
 from api.models import TOKEN_PREFIX, ApiToken, token_hash
 from attestations.models import ModerationEvent
+from ingest.engine import import_bundles
 from kernelindex import canonical
-from runs import services as run_services
+from runs import identity as run_identity_rules
 from runs.manifests import ManifestError, VerifiedBundle, bundle_verify
 from runs.models import EvidenceLevel, Run, RunRevision
 
@@ -103,8 +104,8 @@ def _evidence_level(bundle: VerifiedBundle, token: ApiToken) -> str:
     comparability = bundle.docs["protocol"]["spec"].get("comparability")
     family = comparability.get("family", "") if isinstance(comparability, dict) else ""
     source = bundle.run_spec["sourceNative"]["source"]
-    allowed = {"kernelindex"} if family == RERUN_FAMILY else run_services.SUBMITTABLE_SOURCES
-    if source in run_services.KNOWN_SOURCES and source not in allowed:
+    allowed = {"kernelindex"} if family == RERUN_FAMILY else run_identity_rules.SUBMITTABLE_SOURCES
+    if source in run_identity_rules.KNOWN_SOURCES and source not in allowed:
         raise SubmissionRefused(
             "source_not_submittable",
             f"Runs of source {source!r} are recorded only by its importer; "
@@ -142,7 +143,7 @@ def manifest_submit(*, bundle: Any, token: ApiToken) -> Submission:
     # date, provenance, source rank): drop them before the import sees them.
     verified = VerifiedBundle(docs=verified.docs, digests=verified.digests, declared=verified.declared)
     evidence = _evidence_level(verified, token)
-    identity = run_services.run_identity(verified)
+    identity = run_identity_rules.run_identity(verified)
     identity_json = canonical.dumps_str(identity)
     for attempt in range(2):
         try:
@@ -150,7 +151,7 @@ def manifest_submit(*, bundle: Any, token: ApiToken) -> Submission:
                 existing = Run.objects.select_for_update().filter(identity=identity_json).first()
                 if existing is not None:
                     _check_owner(existing, token, evidence)
-                result = run_services.bundles_import(
+                result = import_bundles(
                     [verified],
                     evidence_level=evidence,
                     trust_annotations=False,

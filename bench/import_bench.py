@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import importlib
 import json
 import os
 import random
@@ -105,10 +104,8 @@ def main() -> None:
     from django.db import connection
     from django.db.models import F
 
+    from ingest.pipeline import apply_all, parse_paths
     from runs.models import Run
-
-    command = importlib.import_module("runs.management.commands.import")  # 'import' is a keyword
-    apply_all, parse_paths = command.apply_all, command.parse_paths
 
     call_command("migrate", verbosity=0)
     rng = random.Random(args.seed)

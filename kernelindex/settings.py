@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "kernelindex",
     "runs",
+    "ingest",
     "attestations",
     "drf_spectacular_sidecar",
     "api",

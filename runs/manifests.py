@@ -3,7 +3,7 @@
 A bundle is ``{"run": doc, "protocol": doc, "environment": doc[, "workload": doc]
 [, "implementation": doc]}``. Every path into the index — source importers, ``manage.py
 import`` of bundles, API submissions, reruns — builds or receives such a bundle and hands it to
-``runs.services.bundles_import``; nothing else writes runs.
+``ingest.engine.import_bundles``; nothing else writes runs.
 
 KernelIndex's own facts about a run that are not part of what was measured (evidence level,
 provenance, the rank the source published, the first publication date, and moderation state:
@@ -61,7 +61,7 @@ class VerifiedBundle:
     annotations: dict[str, Any] = field(default_factory=dict)
     origin: str = ""
     # Canonical text of documents, when whoever built the bundle already serialised them
-    # (runs.importers.solexecbench.make_bundle); saves serialising each run twice.
+    # (ingest.records.make_bundle); saves serialising each run twice.
     texts: dict[str, str] = field(default_factory=dict)
 
     @property

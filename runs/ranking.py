@@ -5,71 +5,13 @@ so the eligibility rule and the ranking rule exist exactly once.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from kernelindex import canonical
-
-# GPU product names as sources write them → one normalised product name.
-_PRODUCT_ALIASES = {
-    "B200": "NVIDIA B200",
-    "GB200": "NVIDIA GB200",
-    "B300": "NVIDIA B300",
-    "H100": "NVIDIA H100",
-    "H100 80GB HBM3": "NVIDIA H100 80GB HBM3",
-    "H100 SXM": "NVIDIA H100",
-    "H200": "NVIDIA H200",
-    "A100": "NVIDIA A100",
-    "L40S": "NVIDIA L40S",
-    "L4": "NVIDIA L4",
-    "T4": "NVIDIA T4",
-}
-
-# Normalised product family → architecture. Longest prefix wins.
-_ARCHITECTURES = [
-    ("NVIDIA GB200", "sm_100"),
-    ("NVIDIA B200", "sm_100"),
-    ("NVIDIA B300", "sm_103"),
-    ("NVIDIA H100", "sm_90"),
-    ("NVIDIA H200", "sm_90"),
-    ("NVIDIA H20", "sm_90"),
-    ("NVIDIA L40S", "sm_89"),
-    ("NVIDIA L4", "sm_89"),
-    ("NVIDIA A100", "sm_80"),
-    ("NVIDIA A10G", "sm_86"),
-    ("NVIDIA T4", "sm_75"),
-]
-
-
-def normalise_product(name: str) -> str:
-    """'B200', 'nvidia b200' and 'NVIDIA B200' are one product: 'NVIDIA B200'."""
-    cleaned = re.sub(r"\s+", " ", name or "").strip()
-    if not cleaned:
-        return ""
-    if cleaned.lower().startswith("nvidia "):
-        cleaned = "NVIDIA " + cleaned[len("nvidia ") :]
-    bare = cleaned[len("NVIDIA ") :] if cleaned.startswith("NVIDIA ") else cleaned
-    for alias, product in _PRODUCT_ALIASES.items():
-        if bare.upper() == alias.upper():
-            return product
-    if cleaned.startswith("NVIDIA "):
-        return cleaned
-    if re.match(r"^(GB|[ABHLT])\d", bare.upper()):
-        return "NVIDIA " + bare
-    return cleaned
-
-
-def architecture_for(product: str) -> str:
-    """sm_XX for a normalised product, from the one lookup table; '' when unknown."""
-    best = ""
-    arch = ""
-    for prefix, value in _ARCHITECTURES:
-        if product.startswith(prefix) and len(prefix) > len(best):
-            best, arch = prefix, value
-    return arch
+from kernelindex.gpus import normalise_product
 
 
 @dataclass(frozen=True)

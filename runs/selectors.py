@@ -15,7 +15,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Max, Prefetch, Q, QuerySet
 from django.http import Http404
 
-from runs import reruns
+from runs import rerun_bundles
 from runs.models import (
     ELIGIBLE,
     Benchmark,
@@ -195,7 +195,7 @@ class RunPage:
     cases_reported: int = 0
     measurements: list[tuple[str, Any]] = field(default_factory=list)
     history: list[HistoryRow] = field(default_factory=list)  # latest revisions, newest first
-    rerun: reruns.RerunFacts | None = None  # how KernelIndex measured it, for its own reruns
+    rerun: rerun_bundles.RerunFacts | None = None  # how KernelIndex measured it, for its own reruns
     # A source's reference row: KernelIndex's reruns of its code; a rerun: the rows it re-measured.
     related: list[Run] = field(default_factory=list)
 
@@ -297,7 +297,7 @@ def project_history(project: Project) -> list[HistoryRow]:
 def run_page(public_id: str) -> RunPage:
     """Everything the run page shows, in 5 queries: the run with its documents, the #1 of its
     group, its published attestations, its published flags, its latest revisions; plus 1 for a run that KernelIndex
-    re-measured or that is such a rerun (``reruns.related_runs``: the other side of the link,
+    re-measured or that is such a rerun (``rerun_bundles.related_runs``: the other side of the link,
     which no join of the run's own row can reach). Other runs spend no query on it."""
     run = run_get(public_id)
     protocol_spec = run.protocol.spec
@@ -321,8 +321,8 @@ def run_page(public_id: str) -> RunPage:
         cases_reported=len(run_cases),
         measurements=list(latency.items()) if isinstance(latency, dict) else [],
         history=run_history(run),
-        rerun=reruns.rerun_facts(run),
-        related=list(reruns.related_runs(run)),
+        rerun=rerun_bundles.rerun_facts(run),
+        related=list(rerun_bundles.related_runs(run)),
     )
 
 

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ingest import engine
 from kernelindex import canonical
-from runs import services
 from runs.manifests import bundle_verify
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,11 +68,11 @@ def sol_bundle(
     return bundle
 
 
-def import_bundles(bundles: list[dict[str, Any]], **kwargs: Any) -> services.ImportResult:
-    return services.bundles_import([bundle_verify(b) for b in bundles], **kwargs)
+def import_bundles(bundles: list[dict[str, Any]], **kwargs: Any) -> engine.ImportResult:
+    return engine.import_bundles([bundle_verify(b) for b in bundles], **kwargs)
 
 
-def sol_group(n: int, **kwargs: Any) -> services.ImportResult:
+def sol_group(n: int, **kwargs: Any) -> engine.ImportResult:
     """Import one comparison group of n runs from n different submitters."""
     bundles = [
         sol_bundle(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import ast
 import json
-import operator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from kernelindex.axes import evaluate
 
 # SOL-ExecBench CorrectnessSpec defaults (used when a case publishes no tolerance).
 DEFAULT_TOLERANCE = {
@@ -101,37 +101,10 @@ def load_workload(directory: str | Path) -> list[Case]:
     return cases
 
 
-_BINOPS = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv,
-    ast.Div: operator.truediv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-}
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
-
-
 def eval_expression(expression: str, names: dict[str, int]) -> int:
-    """Evaluate an axis expression such as "num_kv_heads * head_dim" safely."""
-
-    def ev(node: ast.AST) -> Any:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id not in names:
-                raise KeyError(node.id)
-            return names[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-            return _UNARY[type(node.op)](ev(node.operand))
-        raise ValueError(f"unsupported axis expression: {expression!r}")
-
-    value = ev(ast.parse(str(expression), mode="eval"))
+    """Evaluate an axis expression such as "num_kv_heads * head_dim" (``kernelindex.axes``) to
+    the integer a shape needs."""
+    value = evaluate(expression, names)
     if isinstance(value, float):
         if not value.is_integer():
             raise ValueError(f"axis expression {expression!r} is not an integer: {value}")

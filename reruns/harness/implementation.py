@@ -19,7 +19,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .canonical import canonical_bytes, sha256_hex
+from kernelindex.canonical import dumps as canonical_bytes
+from kernelindex.canonical import sha256_hex
+
 from .definition import Definition
 
 SUPPORTED_LANGUAGES = {"python": "pytorch", "pytorch": "pytorch", "torch": "pytorch", "triton": "triton"}

@@ -12,26 +12,15 @@ import statistics
 from datetime import UTC, datetime
 from typing import Any
 
+from kernelindex import gpus
+from kernelindex.canonical import check as check_jcs_safe
+from kernelindex.canonical import digest_of as digest
+
 from . import status as st
-from .canonical import check_jcs_safe, digest
 from .version import HARNESS_NAME, HARNESS_VERSION
 
 API_VERSION = "kernelindex.dev/v1alpha1"
 SOURCE = "sol-execbench"
-
-# One lookup table for GPU architectures (compute capability wins when detected).
-ARCHITECTURES = {
-    "A100": "sm_80",
-    "A10G": "sm_86",
-    "L4": "sm_89",
-    "L40S": "sm_89",
-    "H100": "sm_90",
-    "H200": "sm_90",
-    "GH200": "sm_90",
-    "B200": "sm_100",
-    "GB200": "sm_100",
-    "B300": "sm_103",
-}
 
 DEFAULT_SETTINGS = {
     "iterations": 50,
@@ -47,23 +36,21 @@ DEFAULT_SETTINGS = {
 
 
 def normalize_product(name: str) -> str:
-    """'H200' / 'NVIDIA H200' / 'nvidia h200' -> 'NVIDIA H200'."""
-    name = " ".join(str(name).split())
-    if name.upper().startswith("NVIDIA "):
-        name = name[len("NVIDIA ") :]
-    return "NVIDIA " + name
+    """'H200' / 'NVIDIA H200' / 'nvidia h200' -> 'NVIDIA H200' (``kernelindex.gpus``, the index's
+    own table, so a rerun lands in the same comparison group as the source's boards)."""
+    return gpus.normalise_product(str(name))
 
 
 def short_product(product: str) -> str:
-    return normalize_product(product)[len("NVIDIA ") :]
+    name = normalize_product(product)
+    return name[len("NVIDIA ") :] if name.startswith("NVIDIA ") else name
 
 
 def architecture_for(product: str, compute_capability: tuple[int, int] | None = None) -> str | None:
     if compute_capability is not None:
         major, minor = compute_capability
         return f"sm_{major}{minor}"
-    short = short_product(product).split()[0].upper() if product else ""
-    return ARCHITECTURES.get(short)
+    return gpus.architecture_for(normalize_product(product)) or None
 
 
 def slug(text: str) -> str:

@@ -15,8 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kernelindex.canonical import sha256_hex
+
 from . import status as st
-from .canonical import sha256_hex
 from .definition import load_definition, load_workload
 from .implementation import ImplementationError, resolve_implementation
 from .manifest import DEFAULT_SETTINGS, build_bundle

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from runs.management.commands.export import export_lines
+from ingest.pipeline import export_lines
 from runs.models import Run
 from tests.api.conftest import import_shipped_data
 

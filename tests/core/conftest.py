@@ -3,7 +3,6 @@ and a snapshot of everything an import writes (row counts and every digest)."""
 
 from __future__ import annotations
 
-import importlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from unittest import mock
 
 import pytest
 
+from ingest import pipeline
 from runs.models import (
     Benchmark,
     ComparisonGroup,
@@ -38,13 +38,11 @@ DATA_PATHS = [DATA / "sol-execbench", DATA / "kernelbench", DATA / "reference"]
 # A fixed import time, so exports (which carry the first-publication date) are reproducible.
 IMPORT_TIME = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
 
-command = importlib.import_module("runs.management.commands.import")  # 'import' is a keyword
-
 
 def import_paths(*paths: Path | str, fmt: str | None = None) -> list[str]:
     """Parse then apply, exactly as ``manage.py import`` does."""
-    with mock.patch("runs.services.timezone.now", return_value=IMPORT_TIME):
-        return command.apply_all(command.parse_paths([str(p) for p in paths], fmt))
+    with mock.patch("ingest.session.timezone.now", return_value=IMPORT_TIME):
+        return pipeline.apply_all(pipeline.parse_paths([str(p) for p in paths], fmt))
 
 
 MODELS = (

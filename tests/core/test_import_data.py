@@ -13,10 +13,11 @@ import pytest
 from django.core.management import call_command
 from django.db import transaction
 
+from ingest.catalogue import merge_cases
+from ingest.formats.base import load
+from ingest.formats.sol_leaderboard import parse_bundles
 from kernelindex import canonical
-from runs import ranking, services
-from runs.importers.base import load
-from runs.importers.sol_leaderboard import parse_bundles
+from runs import ranking
 from runs.manifests import bundle_verify
 from runs.models import Benchmark, ComparisonGroup, Run, RunRevision, Workload
 from tests.core.conftest import (
@@ -314,6 +315,6 @@ def test_format_can_be_forced(db: Any) -> None:
 def test_merge_cases_keeps_what_only_one_file_says() -> None:
     api = [{"index": 0, "id": None, "axes": {"a": 1, "b": 2}, "tolerance": None, "hardware": "NVIDIA B200"}]
     catalogue = [{"index": 0, "id": "u", "axes": {"a": 1}, "tolerance": {"max_atol": 1}}]
-    assert services.merge_cases(api, catalogue) == services.merge_cases(catalogue, api)
+    assert merge_cases(api, catalogue) == merge_cases(catalogue, api)
     other_suite = [{"index": 0, "id": "v", "axes": {"a": 3}, "tolerance": None}]
-    assert services.merge_cases(catalogue, other_suite) == other_suite
+    assert merge_cases(catalogue, other_suite) == other_suite

@@ -20,7 +20,7 @@ from django.db import transaction
 
 from api.services import api_token_issue, manifest_submit
 from attestations import services as moderation
-from runs import services
+from ingest import engine
 from runs.manifests import A_PUBLIC_REASON, A_QUARANTINED, A_VISIBILITY, ManifestError, bundle_verify
 from runs.models import Run, Visibility
 from tests.core.conftest import BOARD, DATA_PATHS, import_paths
@@ -154,7 +154,7 @@ def test_untrusted_imports_never_take_moderation_state(db: Any) -> None:
     # also drops every annotation a client sends before that).
     bundle = bundle_verify(_bundle_with(visibility="hidden", quarantined=True, reason="from the bundle"))
     assert bundle.annotations[A_VISIBILITY] == "hidden"
-    services.bundles_import([bundle], evidence_level="submitter_reported", trust_annotations=False)
+    engine.import_bundles([bundle], evidence_level="submitter_reported", trust_annotations=False)
     run = Run.objects.get()
     assert (run.visibility, run.quarantined, run.public_reason, run.rank) == (Visibility.PUBLISHED, False, "", 1)
 

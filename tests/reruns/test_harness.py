@@ -16,9 +16,10 @@ torch = pytest.importorskip("torch")
 
 import rfc8785  # noqa: E402
 
+from kernelindex.canonical import CanonicalError as CanonicalJSONError  # noqa: E402
+from kernelindex.canonical import dumps as canonical_bytes  # noqa: E402
 from reruns.harness import build_bundle, digest, verify_bundle  # noqa: E402
 from reruns.harness import status as st  # noqa: E402
-from reruns.harness.canonical import CanonicalJSONError, canonical_bytes  # noqa: E402
 from reruns.harness.correctness import compare_outputs, compare_tensor, normalize_outputs  # noqa: E402
 from reruns.harness.definition import (  # noqa: E402
     effective_tolerance,

@@ -18,11 +18,11 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from ingest.engine import import_bundles as bundles_import
 from kernelindex import canonical
-from runs import reruns
+from runs import rerun_bundles
 from runs.manifests import ManifestError, bundle_export, bundle_verify
 from runs.models import Benchmark, ComparisonGroup, EvidenceLevel, Run, RunRevision, RunStatus
-from runs.services import bundles_import
 from tests.factories import REPO, import_bundles, reference_bundle
 from tests.web.pages import visible_text
 
@@ -165,7 +165,7 @@ def test_kernelindex_rerun_is_refused_for_a_bundle_the_rerun_harness_did_not_wri
     rerun = json.loads((RERUNS / "L1-010-reference-H200.json").read_text())
     rerun["protocol"]["spec"]["harness"]["name"] = "Someone's harness"
     rerun["run"]["spec"]["protocolDigest"] = canonical.digest_of(rerun["protocol"])
-    assert not reruns.is_rerun_bundle(bundle_verify(rerun).docs)
+    assert not rerun_bundles.is_rerun_bundle(bundle_verify(rerun).docs)
     with pytest.raises(ManifestError, match="only a run measured by the KernelIndex rerun harness"):
         import_bundles([rerun], evidence_level=EvidenceLevel.KERNELINDEX_RERUN)
     assert snapshot()[0] == 0
@@ -289,7 +289,7 @@ def test_source_reference_rows_and_reruns_link_to_each_other(client: Any, django
     import_data()
     k10 = reruns_by_revision(K10)
     plain = plain_run_page_queries(client)  # the SOL Bound row: no rerun of it, no query for one
-    for submitter, revision in reruns.REMEASURED_ROWS["sol-execbench"].items():
+    for submitter, revision in rerun_bundles.REMEASURED_ROWS["sol-execbench"].items():
         source_row = Run.objects.get(source__slug="sol-execbench", benchmark__native_id=K10, submitter=submitter)
         rerun = k10[revision]
         with django_assert_num_queries(plain + 1):

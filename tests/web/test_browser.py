@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from runs.identity import public_id_candidates, run_identity
 from runs.manifests import bundle_verify
-from runs.services import public_id_candidates, run_identity
 from tests.conftest import CHROMIUM, on_ci
 from tests.factories import reference_bundle, sol_bundle
 from tests.web.conftest import ARTIFACTS

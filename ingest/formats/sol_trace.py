@@ -12,19 +12,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ingest.catalogue import workload_document
+from ingest.formats.base import Format, ImportFailure, Loaded, Parsed, register
+from ingest.formats.sol_common import SOL_AGGREGATION, SOURCE, make_case
+from ingest.records import DigestCache, Row, iso, make_bundle, ms_to_ns
 from kernelindex import canonical
-from runs import ranking, services
-from runs.importers.base import Format, ImportFailure, Loaded, Parsed, register
-from runs.importers.solexecbench import (
-    SOL_AGGREGATION,
-    SOURCE,
-    DigestCache,
-    Row,
-    iso,
-    make_bundle,
-    make_case,
-    ms_to_ns,
-)
+from kernelindex.gpus import architecture_for, normalise_product
+from runs.identity import humanize_benchmark_name
 from runs.manifests import KINDS, VerifiedBundle
 
 FORMAT = "sol-trace"
@@ -189,10 +183,10 @@ def parse_bundle(loaded: Loaded) -> VerifiedBundle:
             },
         },
     }
-    workload = services.workload_document(
+    workload = workload_document(
         source=SOURCE,
         native_id=problem,
-        title=services.humanize_benchmark_name(problem),
+        title=humanize_benchmark_name(problem),
         cases=workload_cases,
         aggregation=SOL_AGGREGATION,
     )
@@ -241,7 +235,7 @@ def parse_bundle(loaded: Loaded) -> VerifiedBundle:
 
 def _environment(loaded: Loaded, trace_env: dict[str, Any], stack: str, evaluator: str, clocks: str) -> dict[str, Any]:
     libs = trace_env.get("libs") if isinstance(trace_env.get("libs"), dict) else {}
-    product = ranking.normalise_product(str(trace_env.get("hardware") or ""))
+    product = normalise_product(str(trace_env.get("hardware") or ""))
     hardware: dict[str, Any] = {"vendor": "nvidia", "clocks": clocks}
     software: dict[str, Any] = {"libraries": {k: str(v) for k, v in libs.items()}}
     software["libraries"]["evaluation_stack"] = stack
@@ -255,7 +249,7 @@ def _environment(loaded: Loaded, trace_env: dict[str, Any], stack: str, evaluato
             header = [h.strip() for h in lines[0].split(",")]
             values = [v.strip() for v in lines[1].split(",")]
             info = dict(zip(header, values, strict=False))
-            product = ranking.normalise_product(info.get("name", "")) or product
+            product = normalise_product(info.get("name", "")) or product
             if info.get("driver_version"):
                 hardware["driver"] = info["driver_version"]
         nvcc = re.search(r"release [\d.]+, V([\d.]+)", str((env.obj("nvcc", optional=True) or {}).get("stdout", "")))
@@ -273,7 +267,7 @@ def _environment(loaded: Loaded, trace_env: dict[str, Any], stack: str, evaluato
     if not product:
         raise ImportFailure(loaded.path, "the trace does not say which GPU it ran on")
     hardware["product"] = product
-    hardware["architecture"] = ranking.architecture_for(product)
+    hardware["architecture"] = architecture_for(product)
     return {
         "apiVersion": canonical.API_VERSION,
         "kind": KINDS["environment"],

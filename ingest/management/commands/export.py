@@ -1,4 +1,5 @@
-"""``manage.py export``: every run as one JSONL line of its full canonical bundle.
+"""``manage.py export`` (a thin shell over ``ingest.pipeline.export_lines``): every run as one
+JSONL line of its full canonical bundle.
 
 Lines are RFC 8785 canonical JSON, in public-id order, so export → import into an empty
 database → export is byte-identical.
@@ -10,19 +11,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from kernelindex import canonical
-from runs.manifests import bundle_export
-from runs.models import Run
-
-
-def export_lines(queryset: Any = None) -> Any:
-    runs = (
-        (queryset if queryset is not None else Run.objects.all())
-        .select_related("protocol", "environment", "workload", "implementation")
-        .order_by("public_id")
-    )
-    for run in runs.iterator(chunk_size=2000):
-        yield canonical.dumps_str(bundle_export(run)) + "\n"
+from ingest.pipeline import export_lines
 
 
 class Command(BaseCommand):

@@ -53,7 +53,7 @@ class Parsed:
     # (options) → one-line summary; None for catalogue files, whose facts apply together.
     apply: Callable[[dict[str, Any]], str] | None
     summary: str = ""
-    # Benchmarks and workloads the file describes (runs.services.BenchmarkFacts). Every file's
+    # Benchmarks and workloads the file describes (ingest.catalogue.BenchmarkFacts). Every file's
     # facts of one import are merged and written before any run, so runs find their benchmark
     # and a kernel's catalogue entry and kernel API response give one workload version.
     facts: list[Any] = field(default_factory=list)

@@ -11,18 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ingest.catalogue import BenchmarkFacts
+from ingest.formats.base import Format, ImportFailure, Loaded, Parsed, register
+from ingest.formats.sol_common import COLLECTIONS, SOL_AGGREGATION, SOURCE, full_axes, make_case
+from ingest.records import Row, type_name
 from kernelindex import canonical
-from runs import services
-from runs.importers.base import Format, ImportFailure, Loaded, Parsed, register
-from runs.importers.solexecbench import (
-    COLLECTIONS,
-    SOL_AGGREGATION,
-    SOURCE,
-    Row,
-    full_axes,
-    make_case,
-    type_name,
-)
 
 FORMAT = "sol-definition"
 
@@ -41,7 +34,7 @@ def parse(loaded: Loaded) -> Parsed:
     return Parsed(path=loaded.path, format=FORMAT, apply=None, summary=f"benchmark {facts.native_id}", facts=[facts])
 
 
-def parse_facts(loaded: Loaded) -> services.BenchmarkFacts:
+def parse_facts(loaded: Loaded) -> BenchmarkFacts:
     if not detect(loaded):
         raise ImportFailure(loaded.path, "a definition folder needs definition.json and workload.jsonl")
     definition_file = loaded.files["definition.json"]
@@ -115,7 +108,7 @@ def parse_facts(loaded: Loaded) -> services.BenchmarkFacts:
         parts = loaded.path.resolve().parts
         collection = "examples" if "examples" in parts else next((p for p in parts if p in COLLECTIONS), "")
     op_type = definition.get("op_type")
-    return services.BenchmarkFacts(
+    return BenchmarkFacts(
         source=SOURCE,
         native_id=name,
         numeric_id=numeric_id,

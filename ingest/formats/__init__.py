@@ -1,4 +1,4 @@
-"""Importers: one module per source format, all registered in ``runs.importers.base.FORMATS``."""
+"""Source formats: one module per format, all registered in ``ingest.formats.base.FORMATS``."""
 
 import importlib
 
@@ -10,4 +10,4 @@ APPLY_ORDER: dict[str, int] = {"sol-definition": 10, "sol-kernel": 10}
 
 def load_all() -> None:
     for name in FORMAT_MODULES:
-        importlib.import_module(f"runs.importers.{name}")
+        importlib.import_module(f"ingest.formats.{name}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runs.importers.base import Format, ImportFailure, Loaded, Parsed, register
+from ingest.formats.base import Format, ImportFailure, Loaded, Parsed, register
 from runs.manifests import KINDS, ManifestError, VerifiedBundle, bundle_verify
 
 

@@ -6,7 +6,7 @@ Accepted bare (``{"data": {...}}``) or as a stored snapshot (``{"url", "retrieve
 One run per row of ``rankings``: the ranked rows and the three reference rows (SOL Bound,
 Scoring Baseline, Reference Implementation), kept as unranked reference entries. Bundles have
 exactly the shape of the reference bundle. Identity (DESIGN §1) is (source, kernel, GPU type,
-evaluation stack version, submission id) — ``runs.services.run_identity`` reads it from the
+evaluation stack version, submission id) — ``runs.identity.run_identity`` reads it from the
 bundle, so one submission id on two boards is two runs.
 
 The runs declare no workload digest: a board does not say which version of the kernel's
@@ -18,22 +18,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from runs.importers.base import Format, ImportFailure, Loaded, Parsed, register
-from runs.importers.solexecbench import (
+from ingest.formats.base import Format, ImportFailure, Loaded, Parsed, register
+from ingest.formats.sol_common import (
     REFERENCE_ROWS,
     SCORING_BASELINE,
     SOURCE,
-    DigestCache,
-    Row,
     check_fast_1,
     check_latency_identity,
-    iso,
     leaderboard_environment,
     leaderboard_protocol,
-    make_bundle,
-    ms_to_ns,
-    type_name,
 )
+from ingest.records import DigestCache, Row, iso, make_bundle, ms_to_ns, type_name
 from runs.manifests import A_PROVENANCE_URL, A_RETRIEVED_AT, A_SOURCE_RANK, KINDS, VerifiedBundle
 
 FORMAT = "sol-leaderboard"

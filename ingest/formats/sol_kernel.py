@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from runs import ranking, services
-from runs.importers.base import Format, Loaded, Parsed, register
-from runs.importers.solexecbench import SOL_AGGREGATION, SOURCE, Row, collection_from_tags, make_case
+from ingest.catalogue import BenchmarkFacts
+from ingest.formats.base import Format, Loaded, Parsed, register
+from ingest.formats.sol_common import SOL_AGGREGATION, SOURCE, collection_from_tags, make_case
+from ingest.records import Row
+from kernelindex.gpus import normalise_product
 
 FORMAT = "sol-kernel"
 
@@ -37,7 +39,7 @@ def parse(loaded: Loaded) -> Parsed:
     return Parsed(path=loaded.path, format=FORMAT, apply=None, summary=f"benchmark {facts.native_id}", facts=[facts])
 
 
-def parse_facts(loaded: Loaded) -> services.BenchmarkFacts:
+def parse_facts(loaded: Loaded) -> BenchmarkFacts:
     path = loaded.path
     top = Row(path, "$", loaded.data)
     response = Row(path, "response", top.obj("response")) if "response" in top.value else top
@@ -54,7 +56,7 @@ def parse_facts(loaded: Loaded) -> services.BenchmarkFacts:
     if not isinstance(gpu_types, list) or not all(isinstance(gpu, str) for gpu in gpu_types):
         raise data.fail("field 'gpu_types' must be an array of strings")
     # The per-case SOL and baseline times are measured on the kernel's GPU when it has one.
-    hardware = ranking.normalise_product(gpu_types[0]) if len(gpu_types) == 1 else None
+    hardware = normalise_product(gpu_types[0]) if len(gpu_types) == 1 else None
     description = data.get("description") or ""
     if not isinstance(description, str):
         raise data.fail("field 'description' must be a string")
@@ -74,7 +76,7 @@ def parse_facts(loaded: Loaded) -> services.BenchmarkFacts:
         )
     if not cases:
         raise data.fail("'workloads' is empty")
-    return services.BenchmarkFacts(
+    return BenchmarkFacts(
         source=SOURCE,
         native_id=name,
         numeric_id=numeric_id,

@@ -47,7 +47,7 @@ def is_rerun_protocol(protocol_spec: dict[str, Any]) -> bool:
 def is_rerun_bundle(docs: dict[str, dict[str, Any]]) -> bool:
     """A bundle written by the rerun harness: KernelIndex's source and the harness's protocol.
     (Whether it *becomes* ``kernelindex_rerun`` evidence depends on who records it:
-    ``runs.services.evidence_level_for``.)"""
+    ``runs.identity.evidence_level_for``.)"""
     native = docs["run"]["spec"].get("sourceNative") or {}
     return native.get("source") == RERUN_SOURCE and is_rerun_protocol(docs["protocol"]["spec"])
 

@@ -16,10 +16,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ingest.catalogue import BenchmarkFacts
+from ingest.formats.base import Format, ImportFailure, Loaded, Parsed, load, register, sidecar_for
+from ingest.records import DigestCache, Row, make_bundle, ms_to_ns
 from kernelindex import canonical
-from runs import ranking, services
-from runs.importers.base import Format, ImportFailure, Loaded, Parsed, load, register, sidecar_for
-from runs.importers.solexecbench import DigestCache, Row, make_bundle, ms_to_ns
+from kernelindex.gpus import architecture_for, normalise_product
 from runs.manifests import A_PROVENANCE_URL, KINDS, VerifiedBundle
 
 FORMAT = "kernelbench-timing"
@@ -76,7 +77,7 @@ def read_sidecar(path: Path) -> dict[str, Any]:
     }
 
 
-def parse_file(loaded: Loaded) -> tuple[list[services.BenchmarkFacts], list[VerifiedBundle]]:
+def parse_file(loaded: Loaded) -> tuple[list[BenchmarkFacts], list[VerifiedBundle]]:
     path = loaded.path
     if not detect(loaded):
         raise ImportFailure(path, "not a KernelBench timing file ({'levelN': {problem: timing}})")
@@ -85,7 +86,7 @@ def parse_file(loaded: Loaded) -> tuple[list[services.BenchmarkFacts], list[Veri
     annotations = {A_PROVENANCE_URL: provenance["url"]} if provenance["url"] else {}
     cache = DigestCache()
     shared: dict[tuple[str, int, str], tuple[dict[str, Any], dict[str, Any]]] = {}
-    facts: list[services.BenchmarkFacts] = []
+    facts: list[BenchmarkFacts] = []
     bundles: list[VerifiedBundle] = []
     for level, problems in loaded.data.items():
         for problem, value in problems.items():
@@ -107,7 +108,7 @@ def parse_file(loaded: Loaded) -> tuple[list[services.BenchmarkFacts], list[Veri
                 shared[key] = _protocol(commit, config, trials, device), _environment(hardware)
             protocol, environment = shared[key]
             facts.append(
-                services.BenchmarkFacts(
+                BenchmarkFacts(
                     source=SOURCE,
                     native_id=native_id,
                     numeric_id=int(match.group(1)),
@@ -179,13 +180,13 @@ def _protocol(commit: str, config: str, trials: int, device: str) -> dict[str, A
 
 
 def _environment(hardware: str) -> dict[str, Any]:
-    product = ranking.normalise_product(hardware)
+    product = normalise_product(hardware)
     return {
         "apiVersion": canonical.API_VERSION,
         "kind": KINDS["environment"],
         "metadata": {"name": "kernelbench-" + product.lower().replace(" ", "-"), "title": product},
         "spec": {
-            "hardware": {"vendor": "nvidia", "product": product, "architecture": ranking.architecture_for(product)},
+            "hardware": {"vendor": "nvidia", "product": product, "architecture": architecture_for(product)},
         },
     }
 

@@ -1,17 +1,40 @@
-"""``manage.py import PATH [PATH…]``: recognise each file's format, validate everything, then
-write it all in one transaction. Any bad file stops the import with nothing written."""
+"""The import pipeline that ``manage.py import``, the bench, the tests and the API share:
+recognise each file's format, validate everything, then write it all in one transaction. Any
+bad file stops the import with nothing written.
+
+``import_paths`` is the entry; ``parse_paths`` and ``apply_all`` are its two halves, for
+callers that time or inspect them separately (the bench).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from runs.importers import load_all
-from runs.importers.base import FORMATS, ImportFailure, Parsed, detect, is_sidecar, is_unit_folder, load
-from runs.manifests import ManifestError
+from ingest.catalogue import import_benchmarks
+from ingest.engine import import_bundles
+from ingest.formats import APPLY_ORDER, load_all
+from ingest.formats.base import FORMATS, ImportFailure, Parsed, detect, is_sidecar, is_unit_folder, load
+from kernelindex import canonical
+from runs.manifests import ManifestError, bundle_export
+from runs.models import Run
+
+
+def import_paths(paths: list[str], *, fmt: str | None = None, dry_run: bool = False) -> list[str]:
+    """Import files and folders atomically; one line per file and per batch of runs. With
+    ``dry_run`` everything is validated and written inside a transaction that is rolled back."""
+    parsed = parse_paths(paths, fmt)
+    try:
+        with transaction.atomic():
+            lines = apply_all(parsed, {"dry_run": dry_run})
+            if dry_run:
+                raise DryRun
+    except DryRun:
+        lines = [line + " (dry run: nothing written)" for line in lines]
+    return lines
 
 
 class DryRun(Exception):
@@ -34,12 +57,12 @@ def expand(paths: list[str]) -> list[Path]:
         elif path.is_dir():
             found = _walk(path)
             if not found:
-                raise CommandError(f"{path}: no .json or .jsonl files in this folder")
+                raise ImportFailure(path, "no .json or .jsonl files in this folder")
             files.extend(found)
         elif path.exists():
             files.append(path)
         else:
-            raise CommandError(f"{path}: no such file or folder")
+            raise ImportFailure(path, "no such file or folder")
     return files
 
 
@@ -67,8 +90,6 @@ def parse_paths(paths: list[str], fmt: str | None = None) -> list[Parsed]:
 
 def sort_for_apply(parsed: list[Parsed]) -> list[Parsed]:
     """Catalogue formats (benchmarks, workloads) before runs, so runs find their benchmark."""
-    from runs.importers import APPLY_ORDER
-
     return sorted(parsed, key=lambda item: APPLY_ORDER.get(item.format, 50))
 
 
@@ -77,13 +98,11 @@ def apply_all(parsed: list[Parsed], options: dict[str, Any] | None = None) -> li
     (merged, so the order of the files does not matter), then the runs of all files in shared
     batches (one batch per 2,000 runs, not per file: per-file round trips dominated imports of
     many small boards), each revision still naming its file."""
-    from runs import services
-
     lines: list[str] = []
     with transaction.atomic():
         facts = [fact for item in parsed for fact in item.facts]
         if facts:
-            lines.append(f"catalogue: {services.benchmarks_import(facts)}")
+            lines.append(f"catalogue: {import_benchmarks(facts)}")
         for item in parsed:
             if item.apply is not None:
                 lines.append(f"{item.path}: {item.format}, {_apply_one(item, options or {})}")
@@ -95,7 +114,7 @@ def apply_all(parsed: list[Parsed], options: dict[str, Any] | None = None) -> li
                 continue
             described = {id(bundle): (item.label, item.reason) for item in items for bundle in item.bundles}
             try:
-                result = services.bundles_import(
+                result = import_bundles(
                     (bundle for item in items for bundle in item.bundles),
                     trust_annotations=trusted,
                     describe=lambda bundle, described=described: described[id(bundle)],
@@ -122,26 +141,13 @@ def _naming_a_file(error: ManifestError, items: list[Parsed]) -> Exception:
     return ImportFailure(items[0].path if len(items) == 1 else ", ".join(str(i.path) for i in items), message)
 
 
-class Command(BaseCommand):
-    help = "Import manifest bundles and source files (SOL-ExecBench, KernelBench) atomically."
-
-    def add_arguments(self, parser: CommandParser) -> None:
-        load_all()
-        parser.add_argument("paths", nargs="+", help="files or folders")
-        parser.add_argument("--format", choices=sorted(FORMATS), help="force a format instead of detecting it")
-        parser.add_argument("--dry-run", action="store_true", help="validate and report; write nothing")
-
-    def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            parsed = parse_paths(options["paths"], options["format"])
-            try:
-                with transaction.atomic():
-                    lines = apply_all(parsed, options)
-                    if options["dry_run"]:
-                        raise DryRun
-            except DryRun:
-                lines = [line + " (dry run: nothing written)" for line in lines]
-        except (ImportFailure, ManifestError) as error:
-            raise CommandError(str(error)) from None
-        for line in lines:
-            self.stdout.write(line)
+def export_lines(queryset: Any = None) -> Iterator[str]:
+    """Every run (or the runs of ``queryset``) as one line of its full canonical bundle, in
+    public-id order, so export → import into an empty database → export is byte-identical."""
+    runs = (
+        (queryset if queryset is not None else Run.objects.all())
+        .select_related("protocol", "environment", "workload", "implementation")
+        .order_by("public_id")
+    )
+    for run in runs.iterator(chunk_size=2000):
+        yield canonical.dumps_str(bundle_export(run)) + "\n"

@@ -1,0 +1,314 @@
+"""The import engine. Every run enters the index through ``import_bundles``.
+
+Imports are atomic (one transaction for a whole call) and idempotent: a run is found again by
+its identity (the source's own identity of the run); an unchanged run is left alone, a changed
+one gets a new RunRevision recording who changed it and why, never a duplicate row.
+
+The work is done in batches with a fixed number of queries per batch (lookups with ``__in``,
+``bulk_create``/``bulk_update``), so importing 100,000 runs does not cost 100,000 round trips.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from ingest.rows import insert_rows
+from ingest.session import ImportSession
+from kernelindex import canonical
+from runs import ranking
+from runs.identity import public_id_candidates, run_identity
+from runs.manifests import ManifestError, VerifiedBundle
+from runs.models import ELIGIBLE, EvidenceLevel, Run, RunRevision, Visibility
+
+
+@dataclass
+class ImportResult:
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    run_ids: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"{self.created} created, {self.updated} updated, {self.unchanged} unchanged"
+
+
+_UPDATABLE = (
+    "digest",
+    "document",
+    "name",
+    "title",
+    "labels",
+    "source",
+    "benchmark",
+    "group",
+    "protocol",
+    "environment",
+    "workload",
+    "implementation",
+    "protocol_digest",
+    "environment_digest",
+    "workload_digest",
+    "implementation_digest",
+    "external_id",
+    "submitter",
+    "status",
+    "status_detail",
+    "evidence_level",
+    "is_reference",
+    "primary_statistic",
+    "latency_ns",
+    "sol_score",
+    "avg_speedup",
+    "fast_1_count",
+    "fast_1_total",
+    "source_rank",
+    "observed_at",
+    "provenance_url",
+    "retrieved_at",
+    "revision",
+)
+
+
+def import_bundles(
+    bundles: Iterable[VerifiedBundle],
+    *,
+    evidence_level: str = EvidenceLevel.SOURCE_REPORTED,
+    trust_annotations: bool = False,
+    actor: Any = None,
+    actor_label: str = "import",
+    reason: str = "imported",
+    describe: Callable[[VerifiedBundle], tuple[str, str]] | None = None,
+    batch_size: int = 2000,
+) -> ImportResult:
+    """Import verified bundles atomically. Unchanged runs are left alone; changed ones get a
+    revision; ranks of every touched comparison group are recomputed once at the end.
+
+    ``trust_annotations`` (operators' ``manage.py import`` only) takes the evidence level,
+    publication date and provenance from ``kernelindex.dev/…`` annotations, so an export
+    re-imports as it was. The API never trusts them. The moderation state an export carries
+    (visibility, quarantine, public reason) is given to the runs the import creates; a run
+    already in the index keeps its own, which only the moderation services change (each
+    with a ModerationEvent): re-importing data/ or an old export must not undo a hide.
+
+    ``describe`` gives each bundle's own (actor label, reason) for its revision, so one call can
+    import the bundles of many files (``manage.py import`` does: one batch per 2,000 runs, not
+    per file) and every revision still names the file it came from.
+    """
+    result = ImportResult()
+    with transaction.atomic():
+        session = ImportSession(
+            evidence_level=evidence_level,
+            trust_annotations=trust_annotations,
+            actor=actor,
+            actor_label=actor_label,
+            reason=reason,
+            describe=describe,
+        )
+        batch: list[VerifiedBundle] = []
+        for bundle in bundles:
+            batch.append(bundle)
+            if len(batch) >= batch_size:
+                _import_batch(session, batch, result)
+                batch = []
+        if batch:
+            _import_batch(session, batch, result)
+        ranked = _insert_pending(session)
+        ranking.recompute_groups(session.touched_groups - ranked)
+    return result
+
+
+def _import_batch(session: ImportSession, bundles: list[VerifiedBundle], result: ImportResult) -> None:
+    session.prefetch(bundles)
+    docs = session.documents(bundles)
+    rows: dict[str, tuple[VerifiedBundle, dict[str, Any]]] = {}
+    for bundle in bundles:
+        identity = canonical.dumps_str(run_identity(bundle))
+        # The same run twice in one import: the later row wins, as a re-import would.
+        rows[identity] = (bundle, session.run_fields(bundle, docs))
+    existing = {run.identity: run for run in Run.objects.filter(identity__in=list(rows))}
+    taken = session.pending_public_ids | set(
+        Run.objects.filter(
+            public_id__in=[next(iter(public_id_candidates(identity))) for identity in rows if identity not in existing]
+        ).values_list("public_id", flat=True)
+    )
+    changed_runs: list[Run] = []
+    revisions: list[RunRevision] = []
+    for identity, (_bundle, fields) in rows.items():
+        published_hint = fields.pop("published_at_hint")
+        # Moderation state from a trusted export applies to runs this import creates only.
+        moderation = fields.pop("moderation_hint")
+        run = existing.get(identity)
+        if run is None and identity in session.pending:
+            # Already created earlier in this import (not written yet): the later row wins.
+            earlier = session.pending[identity][0]
+            row = _new_row(fields, identity, earlier["public_id"], earlier["published_at"])
+            row.update(moderation)
+            session.pending[identity] = (row, session.describe(_bundle))
+            result.run_ids.append(earlier["public_id"])
+            session.touched_groups.add(fields["group"].pk)
+            continue
+        if run is None:
+            public_id = _free_public_id(identity, taken)
+            taken.add(public_id)
+            row = _new_row(fields, identity, public_id, published_hint or session.now)
+            row.update(moderation)
+            session.pending[identity] = (row, session.describe(_bundle))
+            session.pending_public_ids.add(public_id)
+            result.created += 1
+            result.run_ids.append(public_id)
+            session.touched_groups.add(fields["group"].pk)
+            continue
+        # An existing run: unchanged, or a new revision.
+        fields["revision"] = run.revision
+        changes = {}
+        for name, value in fields.items():
+            attname = (
+                name + "_id"
+                if name in {"source", "benchmark", "group", "protocol", "environment", "workload", "implementation"}
+                else name
+            )
+            old = getattr(run, attname)
+            new = value.pk if hasattr(value, "pk") and attname.endswith("_id") else value
+            if value is None and attname.endswith("_id"):
+                new = None
+            if old != new:
+                changes[name] = [_jsonable(old), _jsonable(new)]
+        if not changes:
+            result.unchanged += 1
+            result.run_ids.append(run.public_id)
+            session.touched_groups.add(run.group_id)
+            continue
+        previous_digest = run.digest
+        label, why = session.describe(_bundle)
+        for name, value in fields.items():
+            setattr(run, name, value)
+        run.revision += 1
+        changed_runs.append(run)
+        revisions.append(
+            RunRevision(
+                run=run,
+                number=run.revision,
+                digest=run.digest,
+                document=run.document,
+                previous_digest=previous_digest if previous_digest != run.digest else "",
+                actor=session.actor,
+                actor_label=label,
+                reason=why,
+                changes={k: v for k, v in changes.items() if k != "document"},
+            )
+        )
+        result.updated += 1
+        result.run_ids.append(run.public_id)
+        session.touched_groups.add(fields["group"].pk)
+    if changed_runs:
+        Run.objects.bulk_update(changed_runs, list(_UPDATABLE), batch_size=500)
+    if revisions:
+        RunRevision.objects.bulk_create(revisions, batch_size=1000)
+
+
+def _new_row(fields: dict[str, Any], identity: str, public_id: str, published_at: datetime) -> dict[str, Any]:
+    """A new run's columns for ``insert_rows`` (foreign keys as ids)."""
+    row = {name: value for name, value in fields.items() if name not in _FOREIGN_KEYS}
+    for name in _FOREIGN_KEYS:
+        row[name + "_id"] = fields[name].pk if fields[name] is not None else None
+    row.update(identity=identity, public_id=public_id, published_at=published_at, revision=1)
+    return row
+
+
+def _insert_pending(session: ImportSession) -> set[int]:
+    """Write the runs this import creates, in one pass at the end, with their revisions.
+
+    Runs of a comparison group that had no runs before are written with their rank already
+    computed (``ranking.compute_ranks``, the one ranking rule; eligibility from the one
+    ``ELIGIBLE`` rule, asked of the database once per combination of its fields), so a large
+    first import does not insert 100,000 rows and then update each one's rank. Returns those
+    groups; the others are ranked by ``ranking.recompute_groups`` as usual.
+    """
+    if not session.pending:
+        return set()
+    pending = list(session.pending.values())
+    group_ids = {row["group_id"] for row, _ in pending}
+    occupied = set(Run.objects.filter(group_id__in=group_ids).values_list("group_id", flat=True).distinct())
+    fresh = group_ids - occupied
+    groups = {group.pk: group for group in session.groups.values() if group.pk in fresh}
+    eligible: dict[tuple[Any, ...], bool] = {}
+    by_group: dict[int, list[ranking.RankRow]] = {}
+    for index, (row, _) in enumerate(pending):
+        group = groups.get(row["group_id"])
+        if group is None:
+            continue
+        against = {
+            "status": row["status"],
+            "visibility": row.get("visibility", Visibility.PUBLISHED),
+            "quarantined": row.get("quarantined", False),
+            "is_reference": row["is_reference"],
+        }
+        key = tuple(against.values())
+        if key not in eligible:
+            eligible[key] = ELIGIBLE.check(against)
+        by_group.setdefault(group.pk, []).append(
+            ranking.RankRow(
+                pk=index,
+                group_id=group.pk,
+                submitter=row["submitter"],
+                implementation_id=row["implementation_id"],
+                metric=row[group.ranking_metric],
+                observed_at=row["observed_at"],
+                public_id=row["public_id"],
+                eligible=eligible[key],
+            )
+        )
+    for group_id, rank_rows in by_group.items():
+        group = groups[group_id]
+        rule = ranking.RankingRule(group.ranking_metric, group.ranking_direction, group.best_per)
+        for index, rank in ranking.compute_ranks(rank_rows, rule).items():
+            pending[index][0]["rank"] = rank
+    pks = insert_rows(Run, [row for row, _ in pending])
+    actor_id = session.actor.pk if session.actor is not None else None
+    insert_rows(
+        RunRevision,
+        [
+            {
+                "run_id": pk,
+                "number": 1,
+                "digest": row["digest"],
+                "document": row["document"],
+                "previous_digest": "",
+                "actor_id": actor_id,
+                "actor_label": label,
+                "reason": why,
+                "changes": {},
+            }
+            for pk, (row, (label, why)) in zip(pks, pending, strict=True)
+        ],
+    )
+    session.pending.clear()
+    return fresh
+
+
+_FOREIGN_KEYS = ("source", "benchmark", "group", "protocol", "environment", "workload", "implementation")
+
+
+def _free_public_id(identity: str, taken: set[str]) -> str:
+    """``taken`` already holds every stored id among the 8-character candidates of this batch;
+    only a collision (extending the id) costs a query."""
+    for index, candidate in enumerate(public_id_candidates(identity)):
+        if candidate in taken:
+            continue
+        if index > 0 and Run.objects.filter(public_id=candidate).exists():
+            continue
+        return candidate
+    raise ManifestError(f"no free public id for {identity}")  # needs a full sha256 collision
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, (str, int, float, bool, dict, list)) or value is None:
+        return value
+    return str(value)

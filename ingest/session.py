@@ -1,0 +1,261 @@
+"""One import session: the documents and run rows a batch of verified bundles becomes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from ingest.lookups import Lookups
+from ingest.rows import insert_rows, model_attributes
+from kernelindex import canonical
+from kernelindex.gpus import architecture_for, normalise_product
+from runs.identity import benchmark_target, evidence_level_for
+from runs.manifests import (
+    A_PROVENANCE_URL,
+    A_PUBLIC_REASON,
+    A_PUBLISHED,
+    A_QUARANTINED,
+    A_RETRIEVED_AT,
+    A_SOURCE_RANK,
+    A_VISIBILITY,
+    ManifestError,
+    VerifiedBundle,
+)
+from runs.models import Environment, Implementation, Protocol, RunStatus, Visibility, Workload
+
+_STATUS_MAP = {
+    "passed": RunStatus.PASSED,
+    "failed": RunStatus.FAILED,
+    "error": RunStatus.ERROR,
+    "unknown": RunStatus.UNKNOWN,
+}
+
+
+def parse_timestamp(value: Any, *, where: str) -> datetime | None:
+    """ISO 8601 → aware UTC datetime; a timestamp without a timezone is taken as UTC."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ManifestError(f"{where} must be an ISO 8601 string, not {value!r}")
+    parsed = parse_datetime(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    if parsed is None:
+        raise ManifestError(f"{where} is not an ISO 8601 timestamp: {value!r}")
+    if timezone.is_naive(parsed):
+        parsed = timezone.make_aware(parsed, timezone.utc)
+    return parsed
+
+
+def _as_float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+class ImportSession(Lookups):
+    """What one call of ``import_bundles`` knows: who imports and how far annotations are
+    trusted, the runs it will create (written at its end) and the groups it touched."""
+
+    def __init__(
+        self,
+        *,
+        evidence_level: str,
+        trust_annotations: bool,
+        actor: Any,
+        actor_label: str,
+        reason: str,
+        describe: Callable[[VerifiedBundle], tuple[str, str]] | None = None,
+    ) -> None:
+        super().__init__()
+        self.evidence_level = evidence_level
+        self.trust_annotations = trust_annotations
+        self.actor = actor
+        self.actor_label = actor_label
+        self.reason = reason
+        self._describe = describe
+        # Runs created by this import, written at its end: identity → (row, (label, reason)).
+        self.pending: dict[str, tuple[dict[str, Any], tuple[str, str]]] = {}
+        self.pending_public_ids: set[str] = set()
+        self.touched_groups: set[int] = set()
+        self.now = timezone.now()
+
+    def describe(self, bundle: VerifiedBundle) -> tuple[str, str]:
+        """(actor label, reason) recorded on the revision this bundle writes."""
+        if self._describe is None:
+            return self.actor_label[:300], self.reason
+        label, reason = self._describe(bundle)
+        return label[:300], reason
+
+    # -- documents ------------------------------------------------------------------------
+    def documents(self, bundles: list[VerifiedBundle]) -> dict[str, dict[str, Any]]:
+        """Upsert protocol/environment/workload/implementation rows; role → digest → row."""
+        found: dict[str, dict[str, Any]] = {}
+        for role, model in (
+            ("protocol", Protocol),
+            ("environment", Environment),
+            ("workload", Workload),
+            ("implementation", Implementation),
+        ):
+            wanted = {b.digests[role]: b for b in bundles if role in b.docs}
+            # Declared documents the bundle does not carry may already be in the index.
+            lookup = set(wanted) | {b.declared[role] for b in bundles if role in b.declared}
+            # Runs only need the row's pk and digest; the document text stays in the database.
+            columns = ("pk", "digest", "submitter") if role == "implementation" else ("pk", "digest")
+            existing = {obj.digest: obj for obj in model.objects.filter(digest__in=lookup).only(*columns)}
+            missing = [digest for digest in wanted if digest not in existing]
+            if role == "implementation" and missing:
+                self.prefetch_projects(str(wanted[digest].docs[role]["spec"].get("project", "")) for digest in missing)
+            new = [self._document_row(role, model, digest, wanted[digest]) for digest in missing]
+            if new:
+                for obj, pk in zip(new, insert_rows(model, [model_attributes(obj) for obj in new]), strict=True):
+                    obj.pk = pk
+                existing.update({obj.digest: obj for obj in new})
+            found[role] = existing
+        return found
+
+    def _document_row(self, role: str, model: type, digest: str, bundle: VerifiedBundle) -> Any:
+        doc = bundle.docs[role]
+        metadata = doc.get("metadata", {})
+        spec = doc["spec"]
+        common = {
+            "digest": digest,
+            "name": str(metadata.get("name", ""))[:200],
+            "title": str(metadata.get("title", ""))[:300],
+            "document": bundle.texts.get(role) or canonical.dumps_str(doc),
+        }
+        if role == "protocol":
+            harness = spec.get("harness") if isinstance(spec.get("harness"), dict) else {}
+            measurement = spec.get("measurement") if isinstance(spec.get("measurement"), dict) else {}
+            return Protocol(
+                **common,
+                harness_name=str(harness.get("name", ""))[:200],
+                harness_version=str(harness.get("version", ""))[:100],
+                family=str((spec.get("comparability") or {}).get("family", ""))[:100],
+                timer=str(measurement.get("timer", ""))[:100],
+                primary_statistic=str(measurement.get("primaryStatistic", ""))[:50],
+            )
+        if role == "environment":
+            hardware = spec.get("hardware") if isinstance(spec.get("hardware"), dict) else {}
+            product = normalise_product(str(hardware.get("product", "")))
+            return Environment(
+                **common,
+                vendor=str(hardware.get("vendor", ""))[:100],
+                product=product,
+                architecture=str(hardware.get("architecture") or architecture_for(product))[:50],
+            )
+        if role == "workload":
+            target = spec.get("benchmark") if isinstance(spec.get("benchmark"), dict) else {}
+            benchmark = None
+            if target.get("source") and target.get("nativeId"):
+                benchmark = self.benchmark(self.source(str(target["source"]), bundle.origin), str(target["nativeId"]))
+            cases = spec.get("cases") if isinstance(spec.get("cases"), list) else []
+            return Workload(**common, benchmark=benchmark, case_count=len(cases))
+        project = self.project(str(spec.get("project", "")))
+        return Implementation(
+            **common,
+            project=project,
+            submitter=str(spec.get("submitter", ""))[:300],
+            revision=str(spec.get("revision", ""))[:300],
+        )
+
+    # -- runs -----------------------------------------------------------------------------
+    def run_fields(self, bundle: VerifiedBundle, docs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        spec = bundle.run_spec
+        native = spec["sourceNative"]
+        origin = bundle.origin
+        source = self.source(native["source"], origin)
+        benchmark_slug, benchmark_id = benchmark_target(bundle)
+        benchmark = self.benchmark(self.source(benchmark_slug, origin), benchmark_id)
+        group = self.group(bundle, source, benchmark)
+        metrics = native.get("metrics", {})
+        timing = spec["timing"]
+        statistic = str(timing.get("primaryStatistic", ""))
+        latencies = timing.get("latencyNs", {})
+        latency = latencies.get(statistic) if statistic else None
+        if latency is None and latencies:
+            statistic, latency = next(iter(latencies.items()))
+        status = _STATUS_MAP.get(str(spec["status"]).lower())
+        if status is None:
+            raise ManifestError(f"{origin}: run spec.status {spec['status']!r} is not one of {sorted(_STATUS_MAP)}")
+        annotations = bundle.annotations
+        evidence = evidence_level_for(bundle, default=self.evidence_level, trust_annotations=self.trust_annotations)
+        implementation = docs["implementation"].get(bundle.declared.get("implementation", ""))
+        submitter = str(native.get("submitter") or (implementation.submitter if implementation else ""))
+        metadata = bundle.run.get("metadata", {})
+        published = (
+            parse_timestamp(annotations.get(A_PUBLISHED), where=f"{origin}: {A_PUBLISHED}")
+            if self.trust_annotations
+            else None
+        )
+        provenance = annotations.get(A_PROVENANCE_URL, "")
+        source_rank = annotations.get(A_SOURCE_RANK)
+        moderation = moderation_from_annotations(annotations, origin) if self.trust_annotations else {}
+        return {
+            "digest": bundle.digests["run"],
+            "document": bundle.texts.get("run") or canonical.dumps_str(bundle.run),
+            "name": str(metadata.get("name", ""))[:200],
+            "title": str(metadata.get("title", ""))[:500],
+            "labels": metadata.get("labels", {}),
+            "source": source,
+            "benchmark": benchmark,
+            "group": group,
+            "protocol": docs["protocol"][bundle.digests["protocol"]],
+            "environment": docs["environment"][bundle.digests["environment"]],
+            # Only the exact document the run declares; pages fall back to the benchmark's.
+            "workload": docs["workload"].get(bundle.declared.get("workload", "")),
+            "implementation": implementation,
+            "protocol_digest": bundle.declared["protocol"],
+            "environment_digest": bundle.declared["environment"],
+            "workload_digest": bundle.declared.get("workload", ""),
+            "implementation_digest": bundle.declared.get("implementation", ""),
+            "external_id": native["externalId"][:300],
+            "submitter": submitter[:300],
+            "status": status,
+            "status_detail": str(spec.get("statusDetail", ""))[:200],
+            "evidence_level": evidence,
+            "is_reference": bool(native.get("isReference", False)),
+            "primary_statistic": statistic[:50],
+            "latency_ns": _as_float(latency),
+            "sol_score": _as_float(metrics.get("sol_score")),
+            "avg_speedup": _as_float(metrics.get("avg_speedup")),
+            "fast_1_count": _as_int(metrics.get("fast_1_count")),
+            "fast_1_total": _as_int(metrics.get("fast_1_total")),
+            "source_rank": source_rank if isinstance(source_rank, int) and not isinstance(source_rank, bool) else None,
+            "observed_at": parse_timestamp(spec.get("observedAt"), where=f"{origin}: run spec.observedAt"),
+            "published_at_hint": published,
+            "moderation_hint": moderation,
+            "provenance_url": str(provenance)[:1000] if isinstance(provenance, str) else "",
+            "retrieved_at": parse_timestamp(annotations.get(A_RETRIEVED_AT), where=f"{origin}: {A_RETRIEVED_AT}"),
+        }
+
+
+def moderation_from_annotations(annotations: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The moderation columns a trusted export states (``manifests.run_annotations`` writes
+    them only when not the default); {} when it states none. Wrong types are a clear error."""
+    where = f"{origin}: " if origin else ""
+    state: dict[str, Any] = {}
+    if A_VISIBILITY in annotations:
+        visibility = annotations[A_VISIBILITY]
+        if visibility not in Visibility.values:
+            raise ManifestError(f"{where}{A_VISIBILITY} is {visibility!r}, expected one of {Visibility.values}")
+        state["visibility"] = visibility
+    if A_QUARANTINED in annotations:
+        quarantined = annotations[A_QUARANTINED]
+        if not isinstance(quarantined, bool):
+            raise ManifestError(f"{where}{A_QUARANTINED} must be true or false, not {quarantined!r}")
+        state["quarantined"] = quarantined
+    if A_PUBLIC_REASON in annotations:
+        reason = annotations[A_PUBLIC_REASON]
+        if not isinstance(reason, str):
+            raise ManifestError(f"{where}{A_PUBLIC_REASON} must be a string, not {reason!r}")
+        state["public_reason"] = reason
+    return state
