@@ -99,7 +99,7 @@ def dumps(value: Any) -> bytes:
 
 # Speed: an import of 100,000 runs serialises ~500,000 documents, and ``rfc8785.dumps`` (pure
 # Python, character by character) would dominate it. ``dumps`` gives the same bytes faster
-# (tests/core/test_canonical.py checks it against rfc8785 on real and random values):
+# (tests/kernelindex/test_canonical.py checks it against rfc8785 on real and random values):
 # - when every float is one Python's repr writes the way ECMAScript does (not integral, and
 #   1e-4 ≤ |x| < 1e16) and no key has a character beyond U+FFFF (so code-point order is UTF-16
 #   order), the json module's C encoder already writes RFC 8785;

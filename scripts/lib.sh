@@ -22,8 +22,10 @@ find_python() {
     return 1
 }
 
-# ensure_venv REQUIREMENTS_FILE: create .venv if missing, then install the requirements when
-# they changed since the last install (a stamp file holds their hash, so a second run is quick).
+# ensure_venv REQUIREMENTS_FILE: create .venv if missing, then install the lock (requirements.txt
+# or requirements-dev.txt: every package pinned, with hashes, made by scripts/lock from the .in
+# files) when it changed since the last install (a stamp file holds its hash, so a second run is
+# quick).
 ensure_venv() {
     local requirements="$1" python stamp wanted
     if [ ! -x "$PY" ]; then
@@ -33,11 +35,12 @@ ensure_venv() {
         "$PY" -m pip install --quiet --disable-pip-version-check --upgrade pip
     fi
     stamp="$VENV/.kernelindex-$(basename "$requirements").sha256"
-    # requirements-dev.txt includes requirements.txt: hash both so a change in either reinstalls.
+    # Hash every lock, so a change in either reinstalls.
     wanted="$(cat "$ROOT"/requirements*.txt | sha256sum | cut -d' ' -f1)"
     if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
         say "Installing $(basename "$requirements") into $VENV"
-        "$PY" -m pip install --quiet --disable-pip-version-check -r "$ROOT/$requirements"
+        # --require-hashes: a package whose file does not match the lock is refused.
+        "$PY" -m pip install --quiet --disable-pip-version-check --require-hashes -r "$ROOT/$requirements"
         echo "$wanted" >"$stamp"
     else
         say "$(basename "$requirements") already installed in $VENV"

@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from tests.core.conftest import BOARD, DEFINITION_10, KERNEL_API, KERNELBENCH, MODELS, REFERENCE, TRACE
+from tests.ingest.conftest import BOARD, DEFINITION_10, KERNEL_API, KERNELBENCH, MODELS, REFERENCE, TRACE
 
 
 def board() -> dict[str, Any]:

@@ -23,8 +23,8 @@ from attestations import services as moderation
 from ingest import engine
 from runs.manifests import A_PUBLIC_REASON, A_QUARANTINED, A_VISIBILITY, ManifestError, bundle_verify
 from runs.models import Run, Visibility
-from tests.core.conftest import BOARD, DATA_PATHS, import_paths
 from tests.factories import import_bundles, reference_bundle, sol_bundle
+from tests.ingest.conftest import BOARD, DATA_PATHS, import_paths
 
 MODERATION_KEYS = (A_VISIBILITY, A_QUARANTINED, A_PUBLIC_REASON)
 STATE = ("visibility", "quarantined", "public_reason")

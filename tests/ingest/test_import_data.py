@@ -20,7 +20,7 @@ from kernelindex import canonical
 from runs import ranking
 from runs.manifests import bundle_verify
 from runs.models import Benchmark, ComparisonGroup, Run, RunRevision, Workload
-from tests.core.conftest import (
+from tests.ingest.conftest import (
     BOARD,
     DATA,
     DATA_PATHS,

@@ -11,7 +11,7 @@ import pytest
 import rfc8785
 
 from kernelindex import canonical
-from tests.core.conftest import DATA, REFERENCE
+from tests.ingest.conftest import DATA, REFERENCE
 
 
 def test_it_writes_rfc8785_examples() -> None:

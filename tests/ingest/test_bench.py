@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.core.conftest import REPO
+from tests.ingest.conftest import REPO
 
 
 def test_the_import_benchmark_imports_every_generated_row(tmp_path: Path) -> None:
