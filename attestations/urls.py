@@ -4,7 +4,7 @@ from attestations import views
 
 app_name = "attestations"
 
-# Public ids are lowercase hex (8 characters, longer after a collision), as in runs/urls.py.
+# Public ids are lowercase hex (8 characters, longer after a collision), as in web/urls.py.
 RUN = r"(?P<public_id>[0-9a-f]{8,64})"
 
 urlpatterns = [

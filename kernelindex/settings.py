@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "runs",
     "ingest",
     "attestations",
+    "web",
     "drf_spectacular_sidecar",
     "api",
 ]

@@ -6,5 +6,5 @@ urlpatterns = [
     path("api/", include("api.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("attestations.urls")),
-    path("", include("runs.urls")),
+    path("", include("web.urls")),
 ]

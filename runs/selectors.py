@@ -1,4 +1,4 @@
-"""Read queries behind the pages (and, later, the API): each function states its query count.
+"""Reads of the run index behind the pages and the API: each function states its query count.
 
 Views fetch through these so that every page costs a fixed number of queries whatever the size
 of a group; long lists are paginated or capped here, never in templates.
@@ -6,16 +6,12 @@ of a group; long lists are paginated or capped here, never in templates.
 
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, F, Max, Prefetch, Q, QuerySet
+from django.db.models import Count, F, Max, Q, QuerySet
 from django.http import Http404
 
-from runs import rerun_bundles
 from runs.models import (
     ELIGIBLE,
     Benchmark,
@@ -23,10 +19,8 @@ from runs.models import (
     Environment,
     Project,
     Run,
-    RunRevision,
     Source,
     Visibility,
-    Workload,
 )
 from runs.ranking import RankingRule
 
@@ -34,11 +28,6 @@ PAGE_SIZE = 100
 SEARCH_LIMIT = 20
 TOP_PER_GROUP = 5
 
-# What a correctness comparator checks, for comparators the sources name but do not describe.
-COMPARATOR_DESCRIPTIONS = {
-    "sol_execbench_eval": "Correctness must pass on every case in the SOL evaluation stack.",
-    "kernelindex_allclose": "Every case is compared with the definition's reference output within its tolerance.",
-}
 
 # How a source writes its own run ids and revisions, where it has a convention
 # (SOL-ExecBench: submission 27772 → "submission/27772", revision "submission-27772").
@@ -75,84 +64,6 @@ def group_leader(run: Run) -> Run | None:
     return _run_queryset().filter(group_id=run.group_id, rank=wanted).first()
 
 
-# -- the run page ------------------------------------------------------------------------------
-
-
-@dataclass
-class CaseRow:
-    index: int | str
-    label: str
-    axes: dict[str, Any]
-    latency_ns: float | None = None
-    baseline_ns: float | None = None
-    sol_ns: float | None = None
-    status: str = ""
-    timer: str = ""  # how the case was timed, where the run says (KernelIndex reruns)
-    detail: str = ""  # why the case failed, where the run says
-
-
-def _time_ns(case: dict[str, Any], ns_keys: tuple[str, ...], ms_keys: tuple[str, ...]) -> float | None:
-    """A per-case time from a workload or run case, whichever way its document names it."""
-    for key in ns_keys:
-        value = case.get(key)
-        if isinstance(value, dict):
-            value = value.get("median", value.get("mean"))
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    for key in ms_keys:
-        value = case.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value) * 1e6
-    return None
-
-
-_LATENCY_KEYS = (("latencyNs", "medianNs", "meanNs"), ("latencyMs", "latency_ms"))
-_BASELINE_KEYS = (
-    ("baselineNs", "baselineLatencyNs", "scoringBaselineNs"),
-    ("baselineMs", "baselineLatencyMs", "baseline_latency_ms"),
-)
-_SOL_KEYS = (("solNs", "speedOfLightNs", "solLatencyNs"), ("solMs", "sol_ms"))
-
-
-def case_rows(run: Run | None, workload: Workload | None) -> list[CaseRow]:
-    """The workload's cases joined with the run's per-case results (by id, else by index);
-    without a run, the workload's cases alone."""
-    run_cases = [c for c in run.spec.get("cases", []) if isinstance(c, dict)] if run is not None else []
-    by_id = {str(c["id"]): c for c in run_cases if c.get("id") is not None}
-    by_index = {c["index"]: c for c in run_cases if c.get("index") is not None}
-    source = workload.cases if workload is not None else run_cases
-    rows: list[CaseRow] = []
-    for position, case in enumerate(source):
-        if not isinstance(case, dict):
-            continue
-        index = case.get("index", position)
-        result = by_id.get(str(case.get("id"))) or by_index.get(index) or {}
-        axes = case.get("axes") if isinstance(case.get("axes"), dict) else {}
-        rows.append(
-            CaseRow(
-                index=index,
-                label=str(case.get("id") or index),
-                axes=axes,
-                latency_ns=_time_ns(result, *_LATENCY_KEYS),
-                baseline_ns=_time_ns(case, *_BASELINE_KEYS) or _time_ns(result, *_BASELINE_KEYS),
-                sol_ns=_time_ns(case, *_SOL_KEYS) or _time_ns(result, *_SOL_KEYS),
-                status=str(result.get("status", "")),
-                timer=str(result.get("timer") or ""),
-                detail=str(result.get("detail") or "") if str(result.get("status", "")).upper() != "PASSED" else "",
-            )
-        )
-    return rows
-
-
-def case_count(run: Run) -> int | None:
-    workload = run.shown_workload
-    if workload is not None and workload.case_count:
-        return workload.case_count
-    if run.spec.get("cases"):
-        return len(run.spec["cases"])
-    return run.fast_1_total
-
-
 def identity_labels(run: Run) -> dict[str, str]:
     """Implementation, project, revision and external id as the page shows them.
 
@@ -176,154 +87,6 @@ def identity_labels(run: Run) -> dict[str, str]:
         "revision": revision,
         "external_id": external_format.format(id=run.external_id),
     }
-
-
-@dataclass
-class RunPage:
-    run: Run
-    leader: Run | None
-    attestations: list[Any]
-    flags: list[Any]
-    cases: list[CaseRow]
-    identity: dict[str, str]
-    comparator: str
-    comparator_description: str
-    case_count: int | None
-    correctness_policy: str = ""
-    correctness_policy_items: list[tuple[str, str]] = field(default_factory=list)
-    cases_passed: int = 0
-    cases_reported: int = 0
-    measurements: list[tuple[str, Any]] = field(default_factory=list)
-    history: list[HistoryRow] = field(default_factory=list)  # latest revisions, newest first
-    rerun: rerun_bundles.RerunFacts | None = None  # how KernelIndex measured it, for its own reruns
-    # A source's reference row: KernelIndex's reruns of its code; a rerun: the rows it re-measured.
-    related: list[Run] = field(default_factory=list)
-
-
-def _policy_text(policy: Any) -> str:
-    """A correctness policy written as one sentence; structured ones go through _policy_items."""
-    return policy if isinstance(policy, str) else ""
-
-
-def _policy_items(policy: Any) -> list[tuple[str, str]]:
-    """A structured correctness policy as (field, text) rows; nested values as compact JSON."""
-    if not isinstance(policy, dict):
-        return []
-    rows = []
-    for key, value in policy.items():
-        if isinstance(value, str):
-            text = value
-        elif isinstance(value, list) and all(isinstance(item, str) for item in value):
-            text = ", ".join(value)
-        elif isinstance(value, dict) and all(not isinstance(item, (dict, list)) for item in value.values()):
-            # e.g. tolerance defaults: "max_atol 0.01, max_rtol 0.01, …, max_error_cap none"
-            text = ", ".join(f"{name} {_scalar(item)}" for name, item in value.items())
-        else:
-            text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
-        rows.append((str(key), text))
-    return rows
-
-
-def _scalar(value: Any) -> str:
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
-
-
-def _published_attestations(run: Run) -> list[Any]:
-    """Published attestations, oldest first (1 query); each gets the run already loaded, so
-    showing its ratio to the run's latency costs no query per attestation."""
-    attestations = list(run.attestations.published().order_by("created_at", "pk"))
-    for attestation in attestations:
-        attestation.run = run
-    return attestations
-
-
-# -- revision history ---------------------------------------------------------------------------
-
-HISTORY_LIMIT = 20
-# API submissions record "api: <user> (token <prefix>…)"; pages name the user, not the token.
-_TOKEN_NOTE = re.compile(r"\s*\(token [^)]*\)\s*$")
-
-
-@dataclass
-class HistoryRow:
-    """One RunRevision as the pages show it: who changed the run, what and why."""
-
-    number: int
-    created_at: Any
-    actor: str
-    reason: str
-    changed: list[str]  # names of the fields that changed; empty for the first revision
-    digest: str
-    run: Run | None = None  # on a project's page, which run
-
-
-def _history_row(revision: RunRevision, *, with_run: bool = False) -> HistoryRow:
-    changes = revision.changes if isinstance(revision.changes, dict) else {}
-    return HistoryRow(
-        number=revision.number,
-        created_at=revision.created_at,
-        actor=_TOKEN_NOTE.sub("", revision.actor_label) or "—",
-        reason=revision.reason,
-        # Sorted: PostgreSQL's jsonb does not keep the order the import wrote them in.
-        changed=sorted(changes),
-        digest=revision.digest,
-        run=revision.run if with_run else None,
-    )
-
-
-def run_history(run: Run) -> list[HistoryRow]:
-    """The run's latest HISTORY_LIMIT revisions, newest first (1 query; ``run.revision`` is
-    their number, so the page can say how many are older without counting them)."""
-    revisions = RunRevision.objects.filter(run=run).defer("document").order_by("-number")[:HISTORY_LIMIT]
-    return [_history_row(revision) for revision in revisions]
-
-
-def project_history(project: Project) -> list[HistoryRow]:
-    """The latest HISTORY_LIMIT revisions of the project's published runs, newest first, each
-    with its run (1 query; the documents stay in the database)."""
-    revisions = (
-        RunRevision.objects.filter(run__implementation__project=project, run__visibility=Visibility.PUBLISHED)
-        .select_related("run")
-        .defer("document", "run__document")
-        .order_by("-created_at", "-pk")[:HISTORY_LIMIT]
-    )
-    return [_history_row(revision, with_run=True) for revision in revisions]
-
-
-def run_page(public_id: str) -> RunPage:
-    """Everything the run page shows, in 5 queries: the run with its documents, the #1 of its
-    group, its published attestations, its published flags, its latest revisions; plus 1 for a run that KernelIndex
-    re-measured or that is such a rerun (``rerun_bundles.related_runs``: the other side of the link,
-    which no join of the run's own row can reach). Other runs spend no query on it."""
-    run = run_get(public_id)
-    protocol_spec = run.protocol.spec
-    correctness = protocol_spec.get("correctness") if isinstance(protocol_spec.get("correctness"), dict) else {}
-    comparator = str(correctness.get("comparator", ""))
-    run_cases = [c for c in run.spec.get("cases", []) if isinstance(c, dict)]
-    latency = run.spec.get("timing", {}).get("latencyNs", {})
-    return RunPage(
-        run=run,
-        leader=group_leader(run),
-        attestations=_published_attestations(run),
-        flags=list(run.reports.public_flags().order_by("created_at")),
-        cases=case_rows(run, run.shown_workload),
-        identity=identity_labels(run),
-        comparator=comparator,
-        comparator_description=str(correctness.get("description") or COMPARATOR_DESCRIPTIONS.get(comparator, "")),
-        case_count=case_count(run),
-        correctness_policy=_policy_text(correctness.get("policy")),
-        correctness_policy_items=_policy_items(correctness.get("policy")),
-        cases_passed=sum(1 for c in run_cases if str(c.get("status", "")).lower() == "passed"),
-        cases_reported=len(run_cases),
-        measurements=list(latency.items()) if isinstance(latency, dict) else [],
-        history=run_history(run),
-        rerun=rerun_bundles.rerun_facts(run),
-        related=list(rerun_bundles.related_runs(run)),
-    )
 
 
 # -- ranking -----------------------------------------------------------------------------------
@@ -390,20 +153,6 @@ def ranking_rows(group: ComparisonGroup, *, sort: str = "rank", show_all: bool =
         return rows.order_by(*_metric_order(group, (group.ranking_direction == "desc") != reverse))
     order = F(column).desc(nulls_last=True) if reverse else F(column).asc(nulls_last=True)
     return rows.order_by(order, "public_id")
-
-
-def with_public_flags(rows: QuerySet[Run]) -> QuerySet[Run]:
-    """Rows with ``public_flags``: each run's flags published by moderators, oldest first.
-    One query for a whole page of rows, not one per row; the reports' private fields (the
-    description, the reporter's email) are not loaded."""
-    from attestations.models import IssueReport  # attestations depends on runs, not the reverse
-
-    flags = (
-        IssueReport.objects.public_flags()
-        .only("run", "category", "public_summary", "created_at", "handled_at")
-        .order_by("created_at", "pk")
-    )
-    return rows.prefetch_related(Prefetch("reports", queryset=flags, to_attr="public_flags"))
 
 
 def paginate(queryset: QuerySet, page: Any, per_page: int = PAGE_SIZE) -> Page:
@@ -568,66 +317,3 @@ def submitter_runs(submitter: str) -> QuerySet[Run]:
     )
 
 
-# -- compare -----------------------------------------------------------------------------------
-
-_DIMENSIONS = (
-    ("benchmark", "benchmark"),
-    ("hardware", "GPU"),
-    ("harness.version", "harness version"),
-    ("harness.name", "harness"),
-    ("family", "comparability family"),
-    ("source", "source"),
-)
-
-
-def differing_dimensions(a: ComparisonGroup, b: ComparisonGroup) -> list[tuple[str, str, str]]:
-    """(dimension, value of a, value of b) for every part of the comparison key that differs."""
-    doc_a, doc_b = json.loads(a.key_document), json.loads(b.key_document)
-
-    def part(doc: dict[str, Any], path: str) -> str:
-        value: Any = doc
-        for step in path.split("."):
-            value = value.get(step, "") if isinstance(value, dict) else ""
-        return str(value)
-
-    return [
-        (label, part(doc_a, path), part(doc_b, path))
-        for path, label in _DIMENSIONS
-        if part(doc_a, path) != part(doc_b, path)
-    ]
-
-
-@dataclass
-class CaseComparison:
-    label: str
-    axes: dict[str, Any]
-    a_ns: float | None
-    b_ns: float | None
-
-    @property
-    def ratio(self) -> float | None:
-        """How many times faster A is than B (B's latency / A's)."""
-        if self.a_ns and self.b_ns:
-            return self.b_ns / self.a_ns
-        return None
-
-
-def compare_cases(a: Run, b: Run) -> list[CaseComparison]:
-    rows_a = case_rows(a, a.shown_workload)
-    rows_b = {row.label: row for row in case_rows(b, b.shown_workload)}
-    out = []
-    for row in rows_a:
-        other = rows_b.get(row.label)
-        out.append(CaseComparison(row.label, row.axes, row.latency_ns, other.latency_ns if other else None))
-    return out
-
-
-def compare_get(public_id: str, other_id: str | None) -> tuple[Run, Run | None]:
-    """The run and the one to compare it with: ``other_id``, else #1 of its group (or #2 when
-    it is #1). 2 queries."""
-    run = run_get(public_id)
-    if other_id is None:
-        return run, group_leader(run)
-    if other_id == public_id:
-        return run, run
-    return run, run_get(other_id)

@@ -1,4 +1,4 @@
-"""The one set of number and date filters (runs/templatetags/kiformat.py)."""
+"""The one set of number and date filters (web/templatetags/kiformat.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from runs.templatetags import kiformat
+from web.templatetags import kiformat
 
 
 @pytest.mark.parametrize(

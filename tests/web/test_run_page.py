@@ -292,7 +292,7 @@ def test_the_server_error_page_renders_in_the_site_layout_without_a_request():
 
 
 def test_a_structured_correctness_policy_is_shown_field_by_field():
-    from runs.selectors import _policy_items, _policy_text
+    from web.pages import _policy_items, _policy_text
 
     policy = {
         "rule": "allclose",

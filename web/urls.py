@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from runs import views
+from web import views
 
 app_name = "runs"
 

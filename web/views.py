@@ -1,4 +1,5 @@
-"""The public website: function-based views that read through runs.selectors and render.
+"""The public website: function-based views that read through ``runs.selectors`` (the run index)
+and ``web.pages`` (page sections with community data) and render.
 
 Each view's docstring gives its query count; tests/web/test_queries.py pins them.
 """
@@ -16,10 +17,11 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from kernelindex import canonical
-from runs import charts, selectors
+from runs import selectors
 from runs.manifests import bundle_export, display_bundle
 from runs.models import Run
-from runs.templatetags.kiformat import latency, score
+from web import charts, pages
+from web.templatetags.kiformat import latency, score
 
 
 def _tombstone(request: HttpRequest, run: Run) -> HttpResponse:
@@ -32,9 +34,9 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def run_detail(request: HttpRequest, public_id: str) -> HttpResponse:
-    """5 queries (selectors.run_page); a tombstone costs 1."""
+    """5 queries (web.pages.run_page); a tombstone costs 1."""
     try:
-        page = selectors.run_page(public_id)
+        page = pages.run_page(public_id)
     except selectors.RunGone as gone:
         return _tombstone(request, gone.run)
     run = page.run
@@ -120,7 +122,7 @@ def group_detail(request: HttpRequest, key: str) -> HttpResponse:
     if sort.lstrip("-") not in selectors.SORTS:
         sort = "rank"
     show_all = request.GET.get("show") == "all"
-    rows = selectors.with_public_flags(selectors.ranking_rows(group, sort=sort, show_all=show_all))
+    rows = pages.with_public_flags(selectors.ranking_rows(group, sort=sort, show_all=show_all))
     page = selectors.paginate(rows, request.GET.get("page"))
     rows = list(page.object_list)
     rule = selectors.group_rule(group)
@@ -170,14 +172,14 @@ def group_detail(request: HttpRequest, key: str) -> HttpResponse:
 def compare(request: HttpRequest, public_id: str, other_id: str | None = None) -> HttpResponse:
     """2 queries: the run and the run it is compared with."""
     try:
-        run, other = selectors.compare_get(public_id, other_id)
+        run, other = pages.compare_get(public_id, other_id)
     except selectors.RunGone as gone:
         return _tombstone(request, gone.run)
     context: dict[str, Any] = {"run": run, "other": other, "differences": [], "cases": [], "chart": ""}
     if other is not None:
         if other.group_id != run.group_id:
-            context["differences"] = selectors.differing_dimensions(run.group, other.group)
-        cases = selectors.compare_cases(run, other)
+            context["differences"] = pages.differing_dimensions(run.group, other.group)
+        cases = pages.compare_cases(run, other)
         if not any(c.a_ns or c.b_ns for c in cases):
             cases = []  # the workload's cases are known but neither run has per-case results
         context["cases"] = cases
@@ -202,7 +204,7 @@ def benchmark_detail(request: HttpRequest, source: str, native_id: str) -> HttpR
             "benchmark": benchmark,
             "groups": selectors.benchmark_groups(benchmark),
             "top_n": selectors.TOP_PER_GROUP,
-            "cases": selectors.case_rows(None, benchmark.workload),
+            "cases": pages.case_rows(None, benchmark.workload),
         },
     )
 
@@ -227,7 +229,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "project": project,
             "revisions": selectors.project_revisions(project),
-            "history": selectors.project_history(project),
+            "history": pages.project_history(project),
             "page": selectors.paginate(selectors.project_runs(project), request.GET.get("page")),
         },
     )
