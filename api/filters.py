@@ -14,6 +14,7 @@ import django_filters
 from django import forms
 from django.core.validators import ProhibitNullCharactersValidator
 from django.db.models import Q, QuerySet
+from django_filters.constants import EMPTY_VALUES
 
 from attestations.models import Attestation, AttestationKind
 from kernelindex.gpus import normalise_product
@@ -105,17 +106,37 @@ def _benchmark_q(prefix: str, value: str) -> Q:
     return condition
 
 
+class BenchmarkIdFilter(django_filters.CharFilter):
+    """The benchmark at ``field_name`` (a relation path, "" for the benchmark itself) by native
+    id or number."""
+
+    def filter(self, queryset: QuerySet, value: str) -> QuerySet:
+        if value in EMPTY_VALUES:
+            return queryset
+        return queryset.filter(_benchmark_q(f"{self.field_name}__" if self.field_name else "", value))
+
+
+class GpuFilter(django_filters.CharFilter):
+    """A GPU product at ``field_name`` as any source writes it: 'B200' and 'NVIDIA B200' are one
+    product (``kernelindex.gpus.normalise_product``)."""
+
+    def filter(self, queryset: QuerySet, value: str) -> QuerySet:
+        if value in EMPTY_VALUES:
+            return queryset
+        return queryset.filter(**{self.field_name: normalise_product(value)})
+
+
 class RunFilter(ApiFilterSet):
     source = django_filters.CharFilter(field_name="source__slug", help_text="Source slug, e.g. sol-execbench.")
-    benchmark = django_filters.CharFilter(
-        method="filter_benchmark", help_text="Benchmark native id (062_kv_cache_update_with_rope_backward) or number."
+    benchmark = BenchmarkIdFilter(
+        field_name="benchmark", help_text="Benchmark native id (062_kv_cache_update_with_rope_backward) or number."
     )
     benchmarkSource = django_filters.CharFilter(
         field_name="benchmark__source__slug",
         help_text="Slug of the benchmark's source: sol-execbench also gives KernelIndex's reruns of its kernels.",
     )
-    gpu = django_filters.CharFilter(
-        method="filter_gpu", help_text="GPU product; 'B200' and 'NVIDIA B200' are one product."
+    gpu = GpuFilter(
+        field_name="environment__product", help_text="GPU product; 'B200' and 'NVIDIA B200' are one product."
     )
     architecture = django_filters.CharFilter(field_name="environment__architecture", help_text="e.g. sm_100.")
     harness = django_filters.CharFilter(field_name="group__harness_name", help_text="Harness name.")
@@ -142,12 +163,6 @@ class RunFilter(ApiFilterSet):
         model = Run
         fields: list[str] = []
 
-    def filter_benchmark(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(_benchmark_q("benchmark__", value))
-
-    def filter_gpu(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(environment__product=normalise_product(value))
-
     def filter_project(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return queryset.filter(Q(implementation__project__slug=value) | Q(implementation__project__name=value))
 
@@ -157,8 +172,8 @@ class RunFilter(ApiFilterSet):
 
 class GroupFilter(ApiFilterSet):
     source = django_filters.CharFilter(field_name="source__slug")
-    benchmark = django_filters.CharFilter(method="filter_benchmark")
-    gpu = django_filters.CharFilter(method="filter_gpu")
+    benchmark = BenchmarkIdFilter(field_name="benchmark")
+    gpu = GpuFilter(field_name="hardware_product")
     harness = django_filters.CharFilter(field_name="harness_name")
     harnessVersion = django_filters.CharFilter(field_name="harness_version")
     family = django_filters.CharFilter(field_name="family")
@@ -167,24 +182,15 @@ class GroupFilter(ApiFilterSet):
         model = ComparisonGroup
         fields: list[str] = []
 
-    def filter_benchmark(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(_benchmark_q("benchmark__", value))
-
-    def filter_gpu(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(hardware_product=normalise_product(value))
-
 
 class BenchmarkFilter(ApiFilterSet):
     source = django_filters.CharFilter(field_name="source__slug")
     collection = django_filters.CharFilter(field_name="collection")
-    nativeId = django_filters.CharFilter(method="filter_native_id", help_text="Native id or number.")
+    nativeId = BenchmarkIdFilter(field_name="", help_text="Native id or number.")
 
     class Meta:
         model = Benchmark
         fields: list[str] = []
-
-    def filter_native_id(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(_benchmark_q("", value))
 
 
 class ProtocolFilter(ApiFilterSet):
@@ -198,27 +204,21 @@ class ProtocolFilter(ApiFilterSet):
 
 
 class EnvironmentFilter(ApiFilterSet):
-    gpu = django_filters.CharFilter(method="filter_gpu")
+    gpu = GpuFilter(field_name="product")
     architecture = django_filters.CharFilter(field_name="architecture")
 
     class Meta:
         model = Environment
         fields: list[str] = []
 
-    def filter_gpu(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(product=normalise_product(value))
-
 
 class WorkloadFilter(ApiFilterSet):
     source = django_filters.CharFilter(field_name="benchmark__source__slug")
-    benchmark = django_filters.CharFilter(method="filter_benchmark")
+    benchmark = BenchmarkIdFilter(field_name="benchmark")
 
     class Meta:
         model = Workload
         fields: list[str] = []
-
-    def filter_benchmark(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(_benchmark_q("benchmark__", value))
 
 
 class ImplementationFilter(ApiFilterSet):

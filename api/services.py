@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from api.models import TOKEN_PREFIX, ApiToken, token_hash
-from attestations.models import ModerationEvent
+from attestations.moderation import ModerationAction, event_record
 from ingest.engine import import_bundles
 from kernelindex import canonical
 from runs import identity as run_identity_rules
@@ -59,11 +59,10 @@ def api_token_issue(
     )
     token.full_clean()
     token.save()
-    ModerationEvent.objects.create(
+    event_record(
+        action=ModerationAction.API_TOKEN_ISSUED,
         actor=issued_by,
-        action="api_token.issued",
-        target_type="api_token",
-        target_id=str(token.pk),
+        target=("api_token", str(token.pk)),
         reason=f"issued to {user.get_username()}: {name}",
         payload={"may_record_reruns": may_record_reruns, "key_prefix": token.key_prefix},
     )
@@ -78,11 +77,10 @@ def api_token_revoke(*, token: ApiToken, actor: Any, reason: str) -> ApiToken:
     token.revoked_at = timezone.now()
     token.revoked_reason = reason or "revoked by a moderator"
     token.save(update_fields=["revoked_at", "revoked_reason"])
-    ModerationEvent.objects.create(
+    event_record(
+        action=ModerationAction.API_TOKEN_REVOKED,
         actor=actor,
-        action="api_token.revoked",
-        target_type="api_token",
-        target_id=str(token.pk),
+        target=("api_token", str(token.pk)),
         reason=token.revoked_reason,
         payload={"key_prefix": token.key_prefix},
     )

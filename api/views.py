@@ -35,7 +35,7 @@ from api.parsers import BoundedJSONParser, CanonicalJSONParser
 from api.permissions import HasApiToken
 from api.services import ManifestError, SubmissionRefused, manifest_submit
 from api.throttling import AnonThrottle, SubmissionThrottle, TokenThrottle
-from attestations import services as attestation_services
+from attestations import submissions
 from attestations.forms import AttestationForm, IssueReportForm
 from attestations.models import Attestation
 from kernelindex import ratelimit
@@ -522,56 +522,57 @@ class _RunPostView(ApiMixin, GenericAPIView):
 
             raise Throttled(wait=retry_after)
 
+    def create(self, request: Request, run: Run, form: Any) -> Any:
+        """Store the submission (``attestations.submissions``); the subclass names which."""
+        raise NotImplementedError
 
-class AttestationCreateView(_RunPostView):
-    fields_map = ATTESTATION_FIELDS
-    form_class = AttestationForm
-    serializer_class = serializers.ReceivedSerializer
-
-    @extend_schema(
-        summary="Add a reproduction or note",
-        description="Queued for moderation exactly like the web form; published once a moderator approves it.",
-        request=serializers.AttestationInputSerializer,
-        responses={201: serializers.ReceivedSerializer},
-    )
     def post(self, request: Request, id: str) -> Response:  # noqa: A002 (the URL's name)
         run = self._run(id)
         self._rate_limit(request)
         form = self._form(request, run)
         try:
-            attestation = attestation_services.attestation_create(
-                run=run, author=request.user, client_key=client_key(request), **form.service_kwargs()
-            )
+            received = self.create(request, run, form)
         except DjangoValidationError as error:
             raise ApiError("invalid", " ".join(error.messages)) from None
         return Response(
-            {"reference": attestation.reference, "state": attestation.state, "run": run.public_id},
+            {"reference": received.reference, "state": received.state, "run": run.public_id},
             status=status.HTTP_201_CREATED,
         )
 
 
-class ReportCreateView(_RunPostView):
-    fields_map = REPORT_FIELDS
-    form_class = IssueReportForm
+@extend_schema_view(
+    post=extend_schema(
+        summary="Add a reproduction or note",
+        description="Queued for moderation exactly like the web form; published once a moderator approves it.",
+        request=serializers.AttestationInputSerializer,
+        responses={201: serializers.ReceivedSerializer},
+    )
+)
+class AttestationCreateView(_RunPostView):
+    fields_map = ATTESTATION_FIELDS
+    form_class = AttestationForm
     serializer_class = serializers.ReceivedSerializer
 
-    @extend_schema(
+    def create(self, request: Request, run: Run, form: Any) -> Any:
+        return submissions.attestation_create(
+            run=run, author=request.user, client_key=client_key(request), **form.service_kwargs()
+        )
+
+
+@extend_schema_view(
+    post=extend_schema(
         summary="Report an issue with a run",
         description="Seen by moderators only, exactly like the web form's reports.",
         request=serializers.ReportInputSerializer,
         responses={201: serializers.ReceivedSerializer},
     )
-    def post(self, request: Request, id: str) -> Response:  # noqa: A002
-        run = self._run(id)
-        self._rate_limit(request)
-        form = self._form(request, run)
-        try:
-            report = attestation_services.issue_report_create(
-                run=run, reporter=request.user, client_key=client_key(request), **form.service_kwargs()
-            )
-        except DjangoValidationError as error:
-            raise ApiError("invalid", " ".join(error.messages)) from None
-        return Response(
-            {"reference": report.reference, "state": report.state, "run": run.public_id},
-            status=status.HTTP_201_CREATED,
+)
+class ReportCreateView(_RunPostView):
+    fields_map = REPORT_FIELDS
+    form_class = IssueReportForm
+    serializer_class = serializers.ReceivedSerializer
+
+    def create(self, request: Request, run: Run, form: Any) -> Any:
+        return submissions.issue_report_create(
+            run=run, reporter=request.user, client_key=client_key(request), **form.service_kwargs()
         )

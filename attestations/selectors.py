@@ -6,7 +6,7 @@ from django.db.models import BooleanField, Case, Count, F, IntegerField, OuterRe
 from django.db.models.functions import Coalesce
 
 from attestations.models import Attestation, IssueReport, ModerationEvent, ReportState
-from attestations.services import QUARANTINE_DECISIONS, QUARANTINE_PROPOSED
+from attestations.moderation import QUARANTINE_DECISIONS, QUARANTINE_PROPOSED
 from runs.models import Run
 
 

@@ -16,7 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from attestations import services
+from attestations import submissions
 from attestations.forms import AttestationForm, IssueReportForm
 from kernelindex import ratelimit
 from kernelindex.clients import client_key
@@ -78,7 +78,7 @@ def attest(request: HttpRequest, public_id: str) -> HttpResponse:
         request,
         public_id,
         form_class=AttestationForm,
-        create=lambda request, run, form: services.attestation_create(
+        create=lambda request, run, form: submissions.attestation_create(
             run=run, author=request.user, client_key=client_key(request), **form.service_kwargs()
         ),
         template="attestations/attest_form.html",
@@ -94,7 +94,7 @@ def report(request: HttpRequest, public_id: str) -> HttpResponse:
         request,
         public_id,
         form_class=IssueReportForm,
-        create=lambda request, run, form: services.issue_report_create(
+        create=lambda request, run, form: submissions.issue_report_create(
             run=run, reporter=request.user, client_key=client_key(request), **form.service_kwargs()
         ),
         template="attestations/report_form.html",

@@ -315,5 +315,3 @@ def submitter_runs(submitter: str) -> QuerySet[Run]:
         .for_listing()
         .order_by(F("observed_at").desc(nulls_last=True), "public_id")
     )
-
-

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from attestations import services
+from attestations import moderation
 from attestations.models import Attestation, AttestationState, IssueReport, ReportState
 from runs.models import Run, Visibility
 from tests.api.conftest import auth
@@ -42,7 +42,7 @@ def test_a_reproduction_waits_for_a_moderator(client: Any, run: Run, staff: Any)
     assert attestation.measured_value == 18.9 and attestation.measured_unit == "µs"
     assert attestation.client_key.startswith("c:")
     assert client.get("/api/v1/attestations/").json()["results"] == []
-    services.attestation_approve(attestation=attestation, actor=staff)
+    moderation.attestation_approve(attestation=attestation, actor=staff)
     listed = client.get("/api/v1/attestations/", {"run": run.public_id}).json()["results"]
     assert [a["reference"] for a in listed] == [body["reference"]]
     assert listed[0]["measurement"] == {"value": 18.9, "unit": "µs", "statistic": "mean"}

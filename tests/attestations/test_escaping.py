@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 from django.utils.html import escape
 
-from attestations import services
+from attestations import moderation
 from attestations.models import Attestation, IssueReport
 from tests.attestations.conftest import report_data, reproduction_data
 
@@ -91,9 +91,9 @@ def published(client, run, mod, settings):
     assert Attestation.objects.count() == len(XSS)
     for attestation, payload in zip(Attestation.objects.order_by("pk"), XSS, strict=True):
         assert attestation.text == payload
-        services.attestation_approve(attestation=attestation, actor=mod, reason=payload)
+        moderation.attestation_approve(attestation=attestation, actor=mod, reason=payload)
     for report, payload in zip(IssueReport.objects.order_by("pk"), XSS, strict=True):
-        services.report_publish_flag(report=report, actor=mod, public_summary=payload)
+        moderation.report_publish_flag(report=report, actor=mod, public_summary=payload)
     return run
 
 
@@ -157,7 +157,7 @@ def test_the_admin_escapes_every_field(mod_client, published):
 
 def test_a_public_reason_is_escaped_in_the_admin_and_on_the_page(client, mod_client, run, mod):
     payload = XSS[1]
-    services.run_quarantine(run=run, actor=mod, reason=payload)
+    moderation.run_quarantine(run=run, actor=mod, reason=payload)
     assert_escaped(client.get(run.get_absolute_url()).content.decode(), payload)
     assert_escaped(mod_client.get(f"/admin/runs/run/{run.pk}/change/").content.decode(), payload)
     assert_escaped(mod_client.get("/admin/runs/run/").content.decode(), payload, shown=False)

@@ -11,18 +11,18 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 
-from attestations import services
+from attestations import moderation, submissions
 from attestations.models import Attestation, IssueReport, ModerationEvent
 from runs.models import Run
 from tests.factories import sol_group
 
 
 def make_attestation(run: Run, **kwargs: Any) -> Attestation:
-    return services.attestation_create(run=run, kind="note", text=kwargs.pop("text", "a note"), **kwargs)
+    return submissions.attestation_create(run=run, kind="note", text=kwargs.pop("text", "a note"), **kwargs)
 
 
 def make_report(run: Run, *, client_key: str = "c:a", category: str = "correctness") -> IssueReport:
-    return services.issue_report_create(
+    return submissions.issue_report_create(
         run=run, category=category, description="The outputs look wrong on case 3.", client_key=client_key
     )
 
@@ -30,22 +30,22 @@ def make_report(run: Run, *, client_key: str = "c:a", category: str = "correctne
 # -- services -----------------------------------------------------------------------------------
 
 ACTIONS: dict[str, Callable[[Run, Any], Any]] = {
-    "attestation_approve": lambda run, mod: services.attestation_approve(
+    "attestation_approve": lambda run, mod: moderation.attestation_approve(
         attestation=make_attestation(run), actor=mod, reason="fine"
     ),
-    "attestation_reject": lambda run, mod: services.attestation_reject(
+    "attestation_reject": lambda run, mod: moderation.attestation_reject(
         attestation=make_attestation(run), actor=mod, reason="spam"
     ),
-    "report_publish_flag": lambda run, mod: services.report_publish_flag(
+    "report_publish_flag": lambda run, mod: moderation.report_publish_flag(
         report=make_report(run), actor=mod, public_summary="Under review."
     ),
-    "report_resolve": lambda run, mod: services.report_resolve(report=make_report(run), actor=mod, reason="fixed"),
-    "report_dismiss": lambda run, mod: services.report_dismiss(report=make_report(run), actor=mod, reason="no issue"),
-    "run_quarantine": lambda run, mod: services.run_quarantine(run=run, actor=mod, reason="checking case 3"),
-    "run_hide": lambda run, mod: services.run_hide(run=run, actor=mod, reason="imported by mistake"),
-    "run_retract": lambda run, mod: services.run_retract(run=run, actor=mod, reason="invalid result"),
-    "run_restore": lambda run, mod: services.run_restore(
-        run=services.run_hide(run=run, actor=mod, reason="x"), actor=mod, reason="false alarm"
+    "report_resolve": lambda run, mod: moderation.report_resolve(report=make_report(run), actor=mod, reason="fixed"),
+    "report_dismiss": lambda run, mod: moderation.report_dismiss(report=make_report(run), actor=mod, reason="no issue"),
+    "run_quarantine": lambda run, mod: moderation.run_quarantine(run=run, actor=mod, reason="checking case 3"),
+    "run_hide": lambda run, mod: moderation.run_hide(run=run, actor=mod, reason="imported by mistake"),
+    "run_retract": lambda run, mod: moderation.run_retract(run=run, actor=mod, reason="invalid result"),
+    "run_restore": lambda run, mod: moderation.run_restore(
+        run=moderation.run_hide(run=run, actor=mod, reason="x"), actor=mod, reason="false alarm"
     ),
 }
 
@@ -54,9 +54,9 @@ ACTIONS: dict[str, Callable[[Run, Any], Any]] = {
 def test_every_action_writes_exactly_one_event(group_runs, mod, action):
     run = group_runs[0]
     if action == "run_restore":
-        services.run_hide(run=run, actor=mod, reason="x")
+        moderation.run_hide(run=run, actor=mod, reason="x")
         before = ModerationEvent.objects.count()
-        services.run_restore(run=run, actor=mod, reason="false alarm")
+        moderation.run_restore(run=run, actor=mod, reason="false alarm")
     else:
         before = ModerationEvent.objects.count()
         ACTIONS[action](run, mod)
@@ -72,29 +72,29 @@ def test_dismissing_a_quarantine_proposal_writes_one_event(run, mod):
     make_report(run, client_key="c:a")
     make_report(run, client_key="c:b")
     before = ModerationEvent.objects.count()
-    services.quarantine_proposal_dismiss(run=run, actor=mod, reason="both reports are about another run")
+    moderation.quarantine_proposal_dismiss(run=run, actor=mod, reason="both reports are about another run")
     assert ModerationEvent.objects.count() == before + 1
-    assert not services.quarantine_proposal_open(run)
-    with pytest.raises(services.ModerationError):
-        services.quarantine_proposal_dismiss(run=run, actor=mod, reason="again")
+    assert not moderation.quarantine_proposal_open(run)
+    with pytest.raises(moderation.ModerationError):
+        moderation.quarantine_proposal_dismiss(run=run, actor=mod, reason="again")
 
 
 def test_actions_that_do_not_apply_write_nothing(run, mod):
     attestation = make_attestation(run)
-    services.attestation_approve(attestation=attestation, actor=mod)
+    moderation.attestation_approve(attestation=attestation, actor=mod)
     count = ModerationEvent.objects.count()
-    with pytest.raises(services.ModerationError):
-        services.attestation_approve(attestation=attestation, actor=mod)
-    with pytest.raises(services.ModerationError):
-        services.run_restore(run=run, actor=mod, reason="it is not hidden")
+    with pytest.raises(moderation.ModerationError):
+        moderation.attestation_approve(attestation=attestation, actor=mod)
+    with pytest.raises(moderation.ModerationError):
+        moderation.run_restore(run=run, actor=mod, reason="it is not hidden")
     with pytest.raises(ValidationError):
-        services.run_quarantine(run=run, actor=mod, reason="   ")
+        moderation.run_quarantine(run=run, actor=mod, reason="   ")
     with pytest.raises(ValidationError):
-        services.attestation_reject(attestation=attestation, actor=mod, reason="")
+        moderation.attestation_reject(attestation=attestation, actor=mod, reason="")
     assert ModerationEvent.objects.count() == count
 
 
-@pytest.mark.parametrize("service", [services.run_quarantine, services.run_hide, services.run_retract])
+@pytest.mark.parametrize("service", [moderation.run_quarantine, moderation.run_hide, moderation.run_retract])
 def test_leaving_the_ranking_and_coming_back(group_runs, mod, service):
     first, second, third = group_runs
     assert [run.rank for run in group_runs] == [1, 2, 3]
@@ -103,7 +103,7 @@ def test_leaving_the_ranking_and_coming_back(group_runs, mod, service):
     assert ranks == {first.pk: None, second.pk: 1, third.pk: 2}
     first.refresh_from_db()
     assert first.public_reason == "under review"
-    services.run_restore(run=first, actor=mod, reason="cleared")
+    moderation.run_restore(run=first, actor=mod, reason="cleared")
     ranks = dict(Run.objects.values_list("pk", "rank"))
     assert ranks == {first.pk: 1, second.pk: 2, third.pk: 3}
     first.refresh_from_db()
@@ -168,7 +168,7 @@ def test_each_admin_action_writes_exactly_one_event(mod_client, run, changelist,
 
 
 def test_restore_and_dismiss_proposal_from_the_run_admin(mod_client, run, mod):
-    services.run_quarantine(run=run, actor=mod, reason="checking")
+    moderation.run_quarantine(run=run, actor=mod, reason="checking")
     post_action(mod_client, RUNS, "restore_runs", [run.pk], "cleared")
     assert ModerationEvent.objects.filter(action="run_restore").count() == 1
     make_report(run, client_key="c:1")
@@ -195,19 +195,19 @@ def test_the_admin_index_shows_the_queues(mod_client, run):
 
 def test_the_queues_default_to_pending_and_open(mod_client, run, mod):
     pending = make_attestation(run, text="pending one")
-    services.attestation_approve(attestation=make_attestation(run, text="approved one"), actor=mod)
+    moderation.attestation_approve(attestation=make_attestation(run, text="approved one"), actor=mod)
     cl = mod_client.get(ATTESTATIONS).context["cl"]
     assert [obj.pk for obj in cl.result_list] == [pending.pk]
     assert mod_client.get(ATTESTATIONS + "?state=all").context["cl"].result_count == 2
     report = make_report(run)
-    services.report_dismiss(report=make_report(run, client_key="c:z"), actor=mod, reason="no")
+    moderation.report_dismiss(report=make_report(run, client_key="c:z"), actor=mod, reason="no")
     assert [obj.pk for obj in mod_client.get(REPORTS).context["cl"].result_list] == [report.pk]
     assert mod_client.get(REPORTS + "?q=case+3&state=all").context["cl"].result_count == 2
 
 
 def test_events_are_read_only_and_shown_on_the_targets_page(mod_client, run, mod):
     attestation = make_attestation(run)
-    services.attestation_reject(attestation=attestation, actor=mod, reason="spam, reason on record")
+    moderation.attestation_reject(attestation=attestation, actor=mod, reason="spam, reason on record")
     event = ModerationEvent.objects.get()
     for url in (f"/admin/attestations/attestation/{attestation.pk}/change/", f"/admin/runs/run/{run.pk}/change/"):
         html = mod_client.get(url).content.decode()
@@ -250,7 +250,7 @@ def test_the_moderators_group_has_only_what_moderation_needs(db):
 def test_a_moderator_cannot_delete(mod_client, run, mod):
     attestation = make_attestation(run)
     report = make_report(run)
-    services.attestation_reject(attestation=attestation, actor=mod, reason="spam")
+    moderation.attestation_reject(attestation=attestation, actor=mod, reason="spam")
     event = ModerationEvent.objects.get()
     for url in (
         f"/admin/runs/run/{run.pk}/delete/",
@@ -271,7 +271,7 @@ def test_a_moderator_cannot_delete(mod_client, run, mod):
 
 
 def test_not_even_a_superuser_deletes_runs_or_the_log(root_client, run, root):
-    services.run_quarantine(run=run, actor=root, reason="checking")
+    moderation.run_quarantine(run=run, actor=root, reason="checking")
     event = ModerationEvent.objects.get()
     assert root_client.post(f"/admin/runs/run/{run.pk}/delete/", {"post": "yes"}).status_code == 403
     event_delete = f"/admin/attestations/moderationevent/{event.pk}/delete/"
@@ -293,11 +293,11 @@ def _fill(n: int, mod: Any) -> None:
     runs = list(Run.objects.filter(public_id__in=result.run_ids))
     for index, run in enumerate(runs):
         attestation = make_attestation(run, text=f"note {index}")
-        services.attestation_approve(attestation=attestation, actor=mod)
+        moderation.attestation_approve(attestation=attestation, actor=mod)
         make_attestation(run, text=f"pending {index}")
         report = make_report(run, client_key=f"c:{index}")
         if index % 2:
-            services.report_publish_flag(report=report, actor=mod, public_summary="flagged")
+            moderation.report_publish_flag(report=report, actor=mod, public_summary="flagged")
 
 
 def _queries(client: Any, url: str) -> int:

@@ -10,7 +10,7 @@ from django.core import mail
 from django.test import Client
 from django.urls import reverse
 
-from attestations import services
+from attestations import moderation, submissions
 from attestations.forms import AttestationForm, IssueReportForm
 from attestations.models import Attestation, AttestationState, IssueReport, ModerationEvent
 from kernelindex import canonical
@@ -135,8 +135,8 @@ def test_pending_is_not_shown_approved_is_shown_rejected_never(anon_client, alic
     assert "first, from anonymous" not in page and "second, from alice" not in page
     assert "No attestations yet." in page
 
-    services.attestation_approve(attestation=first, actor=mod)
-    services.attestation_reject(attestation=second, actor=mod, reason="off topic")
+    moderation.attestation_approve(attestation=first, actor=mod)
+    moderation.attestation_reject(attestation=second, actor=mod, reason="off topic")
     page = anon_client.get(run.get_absolute_url()).content.decode()
     assert "first, from anonymous" in page
     assert "second, from alice" not in page
@@ -158,7 +158,7 @@ def test_attestations_never_change_the_evidence_level_or_the_ranking(anon_client
         )
     assert Attestation.objects.count() == 30
     for attestation in Attestation.objects.all():
-        services.attestation_approve(attestation=attestation, actor=mod)
+        moderation.attestation_approve(attestation=attestation, actor=mod)
     after = {run.pk: (run.evidence_level, run.rank, run.digest) for run in Run.objects.all()}
     assert after == before
     assert {level for level, _, _ in after.values()} == {"source_reported"}
@@ -190,7 +190,7 @@ def test_posts_need_the_csrf_token(run, url_name):
 
 
 def test_tombstones_and_unknown_runs_take_no_submissions(anon_client, run, mod):
-    services.run_retract(run=run, actor=mod, reason="duplicate of another run")
+    moderation.run_retract(run=run, actor=mod, reason="duplicate of another run")
     assert anon_client.get(attest_url(run)).status_code == 404
     assert anon_client.post(report_url(run), report_data()).status_code == 404
     assert anon_client.get("/runs/ffffffff/attest/").status_code == 404
@@ -223,7 +223,7 @@ def test_a_report_needs_a_known_category_and_a_description(anon_client, run):
 
 def test_a_published_flag_shows_on_the_run_page(anon_client, run, mod):
     anon_client.post(report_url(run), report_data())
-    services.report_publish_flag(
+    moderation.report_publish_flag(
         report=IssueReport.objects.get(), actor=mod, public_summary="Case 3 output under investigation."
     )
     page = anon_client.get(run.get_absolute_url()).content.decode()
@@ -244,17 +244,19 @@ def test_two_different_reporters_propose_a_quarantine_once(run):
     assert proposal.run == run and proposal.actor is None and proposal.actor_label == "system"
     report("192.0.2.3")  # a third reporter: the open proposal stands, no second one
     assert ModerationEvent.objects.filter(action="quarantine_proposed").count() == 1
-    assert services.quarantine_proposal_open(run)
+    assert moderation.quarantine_proposal_open(run)
     run.refresh_from_db()
     assert run.quarantined is False  # proposed, not decided
 
 
 def test_signed_in_reporters_are_told_apart_by_account(run, alice, mod):
-    services.issue_report_create(run=run, category="exploit", description="x" * 20, reporter=alice, client_key="c:1")
-    services.issue_report_create(run=run, category="exploit", description="y" * 20, reporter=alice, client_key="c:2")
-    assert not services.quarantine_proposal_open(run)
-    services.issue_report_create(run=run, category="correctness", description="z" * 20, reporter=mod, client_key="c:1")
-    assert services.quarantine_proposal_open(run)
+    submissions.issue_report_create(run=run, category="exploit", description="x" * 20, reporter=alice, client_key="c:1")
+    submissions.issue_report_create(run=run, category="exploit", description="y" * 20, reporter=alice, client_key="c:2")
+    assert not moderation.quarantine_proposal_open(run)
+    submissions.issue_report_create(
+        run=run, category="correctness", description="z" * 20, reporter=mod, client_key="c:1"
+    )
+    assert moderation.quarantine_proposal_open(run)
 
 
 def test_the_forms_take_json_data(run):
@@ -286,14 +288,14 @@ def test_published_attestations_cost_the_run_page_no_extra_queries(client, run, 
 
     def publish(n: int) -> None:
         for index in range(n):
-            attestation = services.attestation_create(
+            attestation = submissions.attestation_create(
                 run=run, kind="reproduction", measured_value=19.0 + index, measured_unit="µs",
                 measured_statistic="mean", cases_reproduced=16, cases_matched=16, gpu_product="NVIDIA B200",
                 command="make bench", client_key=f"c:{index}",
             )  # fmt: skip
-            services.attestation_approve(attestation=attestation, actor=mod)
-        report = services.issue_report_create(run=run, category="other", description="A note for moderators.")
-        services.report_publish_flag(report=report, actor=mod, public_summary=f"flag {n}")
+            moderation.attestation_approve(attestation=attestation, actor=mod)
+        report = submissions.issue_report_create(run=run, category="other", description="A note for moderators.")
+        moderation.report_publish_flag(report=report, actor=mod, public_summary=f"flag {n}")
 
     def count() -> int:
         with CaptureQueriesContext(connection) as captured:

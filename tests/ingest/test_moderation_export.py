@@ -19,7 +19,7 @@ from django.core.management.base import CommandError
 from django.db import transaction
 
 from api.services import api_token_issue, manifest_submit
-from attestations import services as moderation
+from attestations import moderation
 from ingest import engine
 from runs.manifests import A_PUBLIC_REASON, A_QUARANTINED, A_VISIBILITY, ManifestError, bundle_verify
 from runs.models import Run, Visibility

@@ -1,6 +1,7 @@
-"""Runs in the admin: read-only documents, moderation actions, no delete.
+"""Runs in the moderators' console (registered here, in the moderation app; the admin URLs follow
+the model's app label, /admin/runs/run/): read-only documents, moderation actions, no delete.
 
-A run's content comes only from imports (``runs.services.bundles_import``); moderators change
+A run's content comes only from imports (``ingest.engine.import_bundles``); moderators change
 its public state through the actions (quarantine, hide, retract, restore), each writing one
 ModerationEvent and recomputing the ranking of its group. Nobody deletes runs here, not even
 superusers: ``Run.delete`` refuses and a queryset delete would bypass it.
@@ -15,8 +16,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
-from attestations import services as moderation
-from attestations.admin import RunEventInline, reason_action, run_actions
+from attestations import moderation
+from attestations.admin.actions import RunModerationActions, reason_action
+from attestations.admin.log import RunEventInline
 from attestations.selectors import runs_with_moderation
 from kernelindex import canonical
 from runs.models import Run
@@ -49,7 +51,7 @@ class OpenReportsFilter(admin.SimpleListFilter):
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(RunModerationActions, admin.ModelAdmin):
     list_display = (
         "public_id",
         "benchmark_display",
@@ -78,7 +80,7 @@ class RunAdmin(admin.ModelAdmin):
     search_fields = ("public_id", "submitter", "title", "external_id", "benchmark__native_id", "digest")
     date_hierarchy = "observed_at"
     inlines = [RunEventInline]
-    actions = [*run_actions(None), "dismiss_quarantine_proposal"]
+    actions = [*RunModerationActions.run_actions, "dismiss_quarantine_proposal"]
     fieldsets = (
         (
             None,
@@ -177,7 +179,5 @@ class RunAdmin(admin.ModelAdmin):
             title="Dismiss quarantine proposal",
             label="Why the run stays ranked",
             public=False,
-            apply=lambda run, actor, reason: moderation.quarantine_proposal_dismiss(
-                run=run, actor=actor, reason=reason
-            ),
+            apply=moderation.quarantine_proposal_dismiss,
         )
