@@ -358,10 +358,6 @@ class Run(models.Model):
         shown as declared either way."""
         return self.workload or self.benchmark.workload
 
-    @property
-    def is_tombstone(self) -> bool:
-        return self.visibility != Visibility.PUBLISHED
-
 
 class RunRevision(models.Model):
     """Every version a run has had: who changed it, what, and why. Append-only."""

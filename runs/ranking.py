@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kernelindex import canonical
 from kernelindex.gpus import normalise_product
 
 
@@ -70,10 +69,6 @@ def comparison_key_document(
         "hardware": normalise_product(product),
         "harness": {"name": harness_name, "version": harness_version},
     }
-
-
-def comparison_key(**parts: str) -> str:
-    return canonical.key_digest(comparison_key_document(**parts))
 
 
 @dataclass

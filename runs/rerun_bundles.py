@@ -1,4 +1,4 @@
-"""KernelIndex's own reruns (issue 6): which bundles are reruns, what the run page says about
+"""Rules for rerun bundles, KernelIndex's own reruns: which bundles are reruns, what the run page says about
 one, and which source rows a rerun re-measured.
 
 A rerun is a run the KernelIndex rerun harness (``reruns/harness``) measured on KernelIndex's

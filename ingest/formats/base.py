@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from kernelindex import canonical
-from runs.manifests import ManifestError
 
 
 class ImportFailure(ValueError):
@@ -157,7 +156,3 @@ def detect(loaded: Loaded) -> Format:
         "unknown format: not a manifest bundle or any source format KernelIndex knows "
         f"({', '.join(sorted(FORMATS))}); use --format to force one",
     )
-
-
-def manifest_failure(path: Path, error: ManifestError, row: str | int | None = None) -> ImportFailure:
-    return ImportFailure(path, str(error), row=row)

@@ -104,7 +104,7 @@ def shipped_data(_shipped_module: None, db: None) -> None:
 
 def rerun_bundle() -> dict[str, Any]:
     """A bundle the KernelIndex rerun harness wrote on an H200: L1 kernel 10's reference
-    (data/reruns, committed by the rerun work of issue 6)."""
+    (data/reruns)."""
     return json.loads((DATA / "reruns" / "L1-010-reference-H200.json").read_text())
 
 

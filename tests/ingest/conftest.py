@@ -32,7 +32,7 @@ KERNEL_API = DATA / "sol-execbench" / "kernels" / "kernel-10.json"
 DEFINITION_10 = DATA / "sol-execbench" / "definitions" / "L1" / "010_attention_value_projection_with_transpose"
 TRACE = DATA / "sol-execbench" / "traces" / "kernel-10-concrete-view-initial"
 KERNELBENCH = DATA / "kernelbench" / "timing" / "H100_Modal" / "baseline_time_torch.json"
-# Everything under data/ this importer suite owns (data/reruns/ holds the rerun engineer's
+# Everything under data/ this importer suite owns (data/reruns/ holds KernelIndex's own rerun
 # bundles, tested with the reruns).
 DATA_PATHS = [DATA / "sol-execbench", DATA / "kernelbench", DATA / "reference"]
 # A fixed import time, so exports (which carry the first-publication date) are reproducible.

@@ -183,13 +183,15 @@ def test_the_kernel_62_reference_bundle_lands_in_the_group_a_kernel_62_board_wou
     reference = Run.objects.get(external_id="27772")
     board_run = Run.objects.get(external_id="33253")
     assert reference.group_id == board_run.group_id
-    assert reference.group.key == ranking.comparison_key(
-        family="sol_execbench_leaderboard",
-        source="sol-execbench",
-        benchmark="062_kv_cache_update_with_rope_backward",
-        product="B200",
-        harness_name="SOL-ExecBench evaluation stack",
-        harness_version="v1.1",
+    assert reference.group.key == canonical.key_digest(
+        ranking.comparison_key_document(
+            family="sol_execbench_leaderboard",
+            source="sol-execbench",
+            benchmark="062_kv_cache_update_with_rope_backward",
+            product="B200",
+            harness_name="SOL-ExecBench evaluation stack",
+            harness_version="v1.1",
+        )
     )
     assert ComparisonGroup.objects.filter(benchmark__native_id__startswith="062").count() == 1
 

@@ -1,4 +1,4 @@
-"""KernelIndex's own reruns in the index (issue 6): the H200 bundles the rerun harness wrote
+"""KernelIndex's own reruns in the index: the H200 bundles the rerun harness wrote
 (data/reruns/) imported the way ``scripts/serve`` imports data/, their evidence level, the
 benchmark they belong to, their boards, their pages, and the links between a source's
 reference rows and KernelIndex's reruns of the same code.
