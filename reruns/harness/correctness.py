@@ -22,17 +22,6 @@ from . import status as st
 
 COMPARATOR = "kernelindex_allclose"
 
-_SEVERITY = {
-    st.PASSED: 0,
-    st.INCORRECT_NUMERICAL: 1,
-    st.INCORRECT_DTYPE: 2,
-    st.INCORRECT_SHAPE: 3,
-    st.RUNTIME_ERROR: 4,
-    st.TIMEOUT: 5,
-    st.COMPILE_ERROR: 6,
-    st.INVALID_REFERENCE: 7,
-}
-
 
 class OutputCountError(ValueError):
     pass
@@ -63,10 +52,6 @@ def _finite_or_none(value: float | None) -> float | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
-
-
-def severity(status: str) -> int:
-    return _SEVERITY.get(status, 4)
 
 
 def normalize_outputs(out: Any, output_names: list[str]) -> list[Any]:
@@ -147,7 +132,7 @@ def merge(results: list[CheckResult]) -> CheckResult:
     """Combine per-output (or per-trial) results: worst status, max errors, min ratio."""
     if not results:
         return CheckResult(st.PASSED)
-    worst = max(results, key=lambda r: severity(r.status))
+    worst = max(results, key=lambda r: st.severity(r.status))
     abs_vals = [r.max_abs for r in results if r.max_abs is not None]
     rel_vals = [r.max_rel for r in results if r.max_rel is not None]
     ratios = [r.matched_ratio for r in results if r.matched_ratio is not None]

@@ -25,17 +25,6 @@ from .manifest import DEFAULT_SETTINGS, build_bundle
 BUILTIN_SPECS = ("reference", "torch-compile", "torch-compile-eager-numerics")
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding reruns/
 
-_SEVERITY = {
-    st.PASSED: 0,
-    st.INCORRECT_NUMERICAL: 1,
-    st.INCORRECT_DTYPE: 2,
-    st.INCORRECT_SHAPE: 3,
-    st.RUNTIME_ERROR: 4,
-    st.TIMEOUT: 5,
-    st.COMPILE_ERROR: 6,
-    st.INVALID_REFERENCE: 7,
-}
-
 
 def _log(msg: str) -> None:
     print(f"[rerun {datetime.now(UTC).strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
@@ -226,7 +215,7 @@ def run_trial(
 
 def aggregate_case(index: int, case_id: str, per_trial: list[dict]) -> dict:
     """One case over all trials: worst status, merged correctness, per-trial medians."""
-    worst = max(per_trial, key=lambda r: _SEVERITY.get(r.get("status"), 4))
+    worst = max(per_trial, key=lambda r: st.severity(r.get("status")))
     status = worst.get("status", st.RUNTIME_ERROR)
     corr = [r["correctness"] for r in per_trial if r.get("correctness")]
     correctness = None

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -20,14 +19,6 @@ from reruns.harness import status as st  # noqa: E402
 from reruns.harness import verify_bundle  # noqa: E402
 from reruns.harness.correctness import compare_outputs, compare_tensor, normalize_outputs  # noqa: E402
 from reruns.harness.runner import run_rerun  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[2]
-L1 = ROOT / "data" / "sol-execbench" / "definitions" / "L1"
-K10 = L1 / "010_attention_value_projection_with_transpose"
-K62 = L1 / "062_kv_cache_update_with_rope_backward"
-KERNEL10 = ROOT / "data" / "sol-execbench" / "kernels" / "kernel-10.json"
-RERUNS = ROOT / "data" / "reruns"
-REFERENCE_MANIFEST = ROOT / "data" / "reference" / "run-01a0352b.manifest.json"
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
