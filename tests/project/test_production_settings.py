@@ -240,3 +240,16 @@ def test_the_console_log_handler_redacts(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "/accounts/reset/MQ/[redacted]/" in result.stderr
     assert "0123456789abcdef" not in result.stderr
+
+
+def test_dot_env_example_loads_as_it_is(tmp_path: Path) -> None:
+    result = setting("s.DEBUG, s.PASSWORD_RESET_ENABLED", {"ENV_FILE": str(REPO / ".env.example")}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "(True, True)"
+
+
+def test_dot_env_example_lists_every_variable_the_settings_read() -> None:
+    source = (REPO / "kernelindex" / "settings.py").read_text()
+    read = set(re.findall(r'(?:env_bool|env_int|env_list|os\.environ\.get)\(\s*"([A-Z_]+)"', source))
+    listed = set(re.findall(r"^#? ?([A-Z_]+)=", (REPO / ".env.example").read_text(), re.MULTILINE))
+    assert read - listed - {"ENV_FILE"} == set()
