@@ -68,7 +68,7 @@ def postgres_available() -> bool:
 
 @pytest.fixture
 def postgres_database() -> Iterator[callable]:
-    """Make empty PostgreSQL databases named ki_h10_<random> (dropped afterwards)."""
+    """Make empty PostgreSQL databases named ki_backup_<random> (dropped afterwards)."""
     if not postgres_available():
         if on_ci():
             pytest.fail("PostgreSQL at 127.0.0.1:5432 is needed on CI")
@@ -76,7 +76,7 @@ def postgres_database() -> Iterator[callable]:
     made: list[str] = []
 
     def make() -> str:
-        name = f"ki_h10_{uuid.uuid4().hex[:10]}"
+        name = f"ki_backup_{uuid.uuid4().hex[:10]}"
         subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", name], check=True)
         made.append(name)
         return PG + name
