@@ -118,8 +118,8 @@ def latency_identity_note(latency_ms: float, avg_speedup: float, baseline_ms: fl
         return None
     return (
         f"latency_ms × avg_speedup = {latency_ms} × {avg_speedup} = {product:.6g} ms, but the board's Scoring "
-        f"Baseline latency is {baseline_ms} ms: {gap * 100:.3g} % apart, more than the {tolerance * 100:.3g} % the published "
-        "rounding allows. Imported as published."
+        f"Baseline latency is {baseline_ms} ms: {gap * 100:.3g} % apart, more than the "
+        f"{tolerance * 100:.3g} % the published rounding allows. Imported as published."
     )
 
 
