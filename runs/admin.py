@@ -74,6 +74,7 @@ class RunAdmin(admin.ModelAdmin):
         "status",
         "source",
         "is_reference",
+        ("data_quality_note", admin.EmptyFieldListFilter),
     )
     search_fields = ("public_id", "submitter", "title", "external_id", "benchmark__native_id", "digest")
     date_hierarchy = "observed_at"

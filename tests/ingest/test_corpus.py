@@ -224,3 +224,11 @@ def test_definitions_join_runs_by_name_and_website_id_not_the_number_in_the_name
     assert Benchmark.objects.get(native_id="009_gemm_n5120_k2048").collection == "FlashInfer-Bench"
     run = Run.objects.get(benchmark__native_id="025_moe_expert_parallel_execution_backward")
     assert run.benchmark.numeric_id == 119 and run.benchmark.collection == "L2"
+
+
+def test_the_data_quality_note_is_on_the_page_and_in_the_api(db: Any, client: Any, tmp_path: Path) -> None:
+    rows = json.loads(BOARD.read_text())["response"]["data"]["rankings"]
+    call_command("import", str(_edited_board(tmp_path, 4, latency_ms=round(rows[4]["latency_ms"] * 1.05, 6))))
+    run = Run.objects.exclude(data_quality_note="").get()
+    assert "data-quality note" in client.get(f"/runs/{run.public_id}/").content.decode()
+    assert client.get(f"/api/v1/runs/{run.public_id}/").json()["dataQualityNote"] == run.data_quality_note
