@@ -76,6 +76,7 @@ class RunAdmin(RunModerationActions, admin.ModelAdmin):
         "status",
         "source",
         "is_reference",
+        ("data_quality_note", admin.EmptyFieldListFilter),
     )
     search_fields = ("public_id", "submitter", "title", "external_id", "benchmark__native_id", "digest")
     date_hierarchy = "observed_at"
