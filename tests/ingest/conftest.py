@@ -23,6 +23,7 @@ from runs.models import (
     Source,
     Workload,
 )
+from tests.factories import FIRST_BATCH
 
 REPO = Path(__file__).resolve().parent.parent.parent
 DATA = REPO / "data"
@@ -36,16 +37,7 @@ KERNELBENCH = DATA / "kernelbench" / "timing" / "H100_Modal" / "baseline_time_to
 # (data/reruns/ holds KernelIndex's own rerun bundles, tested with the reruns). The second batch,
 # the corpus (data/corpus-README.md), is tested in tests/ingest/test_corpus*.py.
 SOL = DATA / "sol-execbench"
-DATA_PATHS = [
-    SOL / "leaderboards",
-    SOL / "kernels",
-    SOL / "definitions" / "L1" / "010_attention_value_projection_with_transpose",
-    SOL / "definitions" / "L1" / "062_kv_cache_update_with_rope_backward",
-    SOL / "examples",
-    SOL / "traces",
-    DATA / "kernelbench" / "timing" / "H100_Modal" / "baseline_time_torch.json",
-    DATA / "reference",
-]
+DATA_PATHS = FIRST_BATCH
 # A fixed import time, so exports (which carry the first-publication date) are reproducible.
 IMPORT_TIME = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
 

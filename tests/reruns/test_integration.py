@@ -23,7 +23,7 @@ from kernelindex import canonical
 from runs import rerun_bundles
 from runs.manifests import ManifestError, bundle_export, bundle_verify
 from runs.models import Benchmark, ComparisonGroup, EvidenceLevel, Run, RunRevision, RunStatus
-from tests.factories import REPO, import_bundles, reference_bundle
+from tests.factories import FIRST_BATCH_AND_RERUNS, REPO, import_bundles, reference_bundle
 from tests.web.pages import visible_text
 
 DATA = REPO / "data"
@@ -35,9 +35,10 @@ pytestmark = pytest.mark.django_db
 
 
 def import_data(*paths: Path) -> str:
-    """``manage.py import`` exactly as scripts/serve runs it (default: all of data/)."""
+    """``manage.py import`` as scripts/serve runs it (default: the first batch of data/ and the
+    reruns; the corpus adds nothing these tests look at and is imported whole in tests/ingest)."""
     out = StringIO()
-    call_command("import", *[str(p) for p in (paths or (DATA,))], stdout=out)
+    call_command("import", *[str(p) for p in (paths or FIRST_BATCH_AND_RERUNS)], stdout=out)
     return out.getvalue()
 
 
