@@ -308,7 +308,7 @@ def test_bundle_shape():
         assert doc["metadata"]["name"] and doc["metadata"]["title"]
     p = b["protocol"]["spec"]
     assert p["harness"]["name"] == "KernelIndex rerun harness"
-    assert p["measurement"]["timer"] == "cuda_graph_or_events"
+    assert p["measurement"]["timer"] == "kernel_time" and p["measurement"]["primaryTimer"] == "kernelTime"
     assert p["measurement"]["primaryStatistic"] == "median"
     assert p["measurement"]["iterations"] == 50 and p["measurement"]["coldL2"] is True
     assert p["correctness"]["comparator"] == "kernelindex_allclose"
@@ -331,6 +331,8 @@ def test_bundle_shape():
         s["sourceNative"]["externalId"]
         == "rerun/062_kv_cache_update_with_rope_backward/reference/H200/20261130T155107Z"
     )
+    # _results() gives no kernel times: the run falls back to CUDA-event time as its primary
+    assert s["timing"]["primaryTimer"] == "eventTime"
     assert s["cases"][1]["timer"] == "cuda_events"
     json.dumps(b, allow_nan=False)
 
@@ -436,7 +438,7 @@ def test_committed_rerun_bundles_verify(path):
     assert b["protocol"]["spec"]["measurement"]["trials"] >= 3
     if spec["status"] == "passed":
         assert len(spec["timing"]["trials"]) >= 3
-        assert all(c["timer"] in ("cuda_graph", "cuda_events") for c in spec["cases"])
+        assert all(c["timer"] in ("cuda_graph", "cuda_events", "kernel_time") for c in spec["cases"])
 
 
 # ------------------------------------------------------------------ status handling (workers run)
@@ -616,10 +618,12 @@ def test_gpu_rerun_times_with_graph_or_events(tiny, tmp_path):
     b = _rerun(tiny, "reference", device="cuda", trials=3, iterations=10, warmup_iterations=2)
     s = b["run"]["spec"]
     assert s["status"] == "passed"
-    assert all(c["timer"] == "cuda_graph" for c in s["cases"])
     hw = b["environment"]["spec"]["hardware"]
     assert hw["product"].startswith("NVIDIA ") and hw["architecture"].startswith("sm_")
     assert len(s["timing"]["trials"]) == 3 and s["timing"]["spread"]["maxOverMin"] >= 1.0
+    assert s["timing"]["primaryTimer"] == "kernelTime"
+    assert all(c["timer"] == "kernel_time" for c in s["cases"])
+    assert all(c["timers"]["eventTime"]["timer"] == "cuda_graph" for c in s["cases"])
 
 
 @needs_cuda
@@ -635,4 +639,4 @@ def test_gpu_capture_failure_falls_back_to_events(tiny, tmp_path):
     b = _rerun(tiny, sol, device="cuda", trials=1, iterations=10, warmup_iterations=2)
     cases = b["run"]["spec"]["cases"]
     assert [c["status"] for c in cases] == [st.PASSED, st.PASSED]
-    assert all(c["timer"] == "cuda_events" and "graph" in c["timerNote"] for c in cases)
+    assert all(c["timers"]["eventTime"]["timer"] == "cuda_events" and "graph" in c["timerNote"] for c in cases)
