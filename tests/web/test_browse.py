@@ -37,10 +37,8 @@ def row_cells(body: str) -> list[dict[str, str]]:
     header = [visible_text(cell) for cell in re.findall(r"<th[^>]*>(.*?)</th>", thead, re.S)]
     tbody = body[body.index("<tbody>", table) : body.index("</tbody>", table)]
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", tbody, re.S)
-    return [
-        dict(zip(header, [visible_text(cell) for cell in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)]))
-        for row in rows
-    ]
+    cells = [[visible_text(cell) for cell in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)] for row in rows]
+    return [dict(zip(header, row, strict=True)) for row in cells]
 
 
 def test_the_ranking_page_shows_the_board_as_published(client, board):
