@@ -183,6 +183,7 @@ class GroupFigures:
     distribution: SafeString = mark_safe("")
     records: list[dict[str, Any]] = field(default_factory=list)  # each time the best improved
     metric_label: str = ""
+    run_count: int = 0  # runs charted: published, with a value, not reference rows
     records_table: SafeString = mark_safe("")  # the timeline's text alternative (visually hidden)
 
 
@@ -224,6 +225,7 @@ def _group_figures(group: ComparisonGroup, rows: list[tuple]) -> GroupFigures:
     text = score if unit == "score" else latency
     figures = GroupFigures(metric_label=words)
     runs = [r for r in rows if r[index] is not None and not r[7]]
+    figures.run_count = len(runs)
     if len(runs) < 2:
         return figures
     key = group.key[7:19]

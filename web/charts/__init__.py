@@ -233,7 +233,7 @@ def _xy(
             scale = linear_scale(axis_values, count=5, upper=u.upper)
         labels = [scale.fmt(t) for t in scale.ticks]
         left = max(len(t) for t in labels) * CHAR + 12
-        right, top, bottom = width - 18.0, 30.0, height - 44.0
+        right, top, bottom = width - 34.0, 30.0, height - 44.0
         x_low, x_high, ticks = x_ticks(width)
 
         def y_of(value: float) -> float:

@@ -108,7 +108,8 @@ def data_table(caption: str, header: Sequence[str], rows: Sequence[Sequence[str]
         "<tr>" + f'<th scope="row">{escape(row[0])}</th>' + "".join(f"<td>{escape(c)}</td>" for c in row[1:]) + "</tr>"
         for row in rows
     )
+    # The wrapper hides it: a table box ignores width and overflow, so it could widen the page.
     return (
-        f'<table class="visually-hidden"><caption>{escape(caption)}</caption>'
-        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        f'<div class="visually-hidden"><table><caption>{escape(caption)}</caption>'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
     )
