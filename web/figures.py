@@ -218,6 +218,10 @@ def attach(blocks: Sequence[dict[str, Any]], by_group: dict[int, GroupFigures]) 
         block["figures"] = by_group.get(block["group"].pk, GroupFigures())
 
 
+# Fewer runs than this are read from the table better than from a histogram.
+DISTRIBUTION_MIN = 5
+
+
 def _group_figures(group: ComparisonGroup, rows: list[tuple]) -> GroupFigures:
     column, unit, words = _metric(group)
     index = 4 if column == "sol_score" else 5
@@ -250,6 +254,9 @@ def _group_figures(group: ComparisonGroup, rows: list[tuple]) -> GroupFigures:
                 )
             )
     product = group.hardware_product
+    days = {p.x.date() for p in points if isinstance(p.x, datetime)}
+    if len(days) < 2:  # all on one day (a batch of reruns): "over time" would be one vertical line
+        points = []
     figures.timeline = charts.timeline_chart(
         points,
         key=f"best-{key}",
@@ -261,6 +268,8 @@ def _group_figures(group: ComparisonGroup, rows: list[tuple]) -> GroupFigures:
         ),
     )
     figures.records_table = mark_safe(records_table(figures.records, words, unit))
+    if len(runs) < DISTRIBUTION_MIN:
+        return figures
     figures.distribution = _distribution(
         [r[index] for r in runs], unit, words, key, f"{product}, {group.harness_label}"
     )
