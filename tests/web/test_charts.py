@@ -70,3 +70,17 @@ def test_avg_speedup_has_one_label_everywhere(client, imported):
         text = visible_text(client.get(url).content.decode())
         assert "× reference" in text, url
         assert "vs baseline" not in text and "vs scoring baseline" not in text, url
+
+
+def test_a_flagged_run_says_so_beside_its_headline(client, imported):
+    from attestations.models import IssueReport, ReportState
+
+    run = Run.objects.filter(group__family="sol_execbench_leaderboard", rank=1).first()
+    IssueReport.objects.create(
+        run=run, reference="R-HEAD-1", category="correctness", description="private", state=ReportState.FLAGGED,
+        public_summary="Timing window exploited on case 3.",
+    )  # fmt: skip
+    body = client.get(run.get_absolute_url()).content.decode()
+    head = body[body.index('<header class="run-head">') : body.index('id="primary-h"')]
+    assert "⚑ flagged by moderators" in head and "Timing window exploited on case 3." in head
+    assert "private" not in head
