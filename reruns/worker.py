@@ -38,7 +38,8 @@ CUDA_PROBE = (
     "except Exception as exc:\n"
     "    print(json.dumps({'problem': 'torch cannot be imported: ' + repr(exc)})); raise SystemExit\n"
     "if not torch.cuda.is_available() or torch.cuda.device_count() < 1:\n"
-    "    print(json.dumps({'problem': 'torch ' + torch.__version__ + ' sees none (torch.cuda.is_available() is False)'}))\n"
+    "    seen = 'torch ' + torch.__version__ + ' sees none (torch.cuda.is_available() is False)'\n"
+    "    print(json.dumps({'problem': seen}))\n"
     "else:\n"
     "    print(json.dumps({'problem': None, 'device': torch.cuda.get_device_name(0)}))\n"
 )
