@@ -67,16 +67,19 @@ def _source_dirs() -> list[Path]:
 
 
 def definition_folder(benchmark: Benchmark) -> Path:
-    """The benchmark's definition folder (definition.json + workload.jsonl)."""
-    if benchmark.source.slug == "sol-execbench" and "/" not in benchmark.native_id:
+    """The benchmark's SOL-ExecBench definition folder (definition.json + workload.jsonl), found
+    by the definition's name: a submitted run of kernel 10 names SOL-ExecBench's 010_… too."""
+    name = benchmark.native_id
+    if name and "/" not in name and not name.startswith("."):
         for root in _source_dirs():
-            for candidate in sorted((root / "definitions").glob(f"*/{benchmark.native_id}")):
-                if (candidate / "definition.json").is_file() and (candidate / "workload.jsonl").is_file():
+            for candidate in sorted((root / "definitions").glob(f"*/{name}")):
+                files = candidate / "definition.json", candidate / "workload.jsonl"
+                if all(f.is_file() for f in files) and json.loads(files[0].read_text("utf-8")).get("name") == name:
                     return candidate
     raise RerunRefused(
         "no_definition",
-        f"No definition folder of {benchmark.source.slug} benchmark {benchmark.native_id!r} is available to "
-        "rerun (SOL-ExecBench definitions under RERUN_SOURCE_DIRS).",
+        f"No SOL-ExecBench definition folder named {name!r} is available to rerun (definitions under "
+        "RERUN_SOURCE_DIRS).",
         field="benchmark",
     )
 
@@ -267,7 +270,8 @@ def rerun_request_create(
         iterations=iterations,
         warmup_seconds=float(warmup_seconds),
     )
-    request.full_clean()
+    # Fields only: the foreign keys are the rows just read, and the database checks the constraints.
+    request.full_clean(exclude=["benchmark", "requested_by", "target_run"], validate_constraints=False)
     request.save()
     event_record(
         action=ModerationAction.RERUN_REQUESTED,
@@ -464,7 +468,6 @@ def rerun_request_finish(
             raise RerunRefused("invalid", "A failed rerun needs the reason.", field="reason")
         request.failure_reason = reason.strip()[:4000]
     request.state, request.result_run, request.finished_at = outcome, run, timezone.now()
-    request.full_clean()
     request.save(update_fields=["state", "result_run", "finished_at", "failure_reason"])
     event_record(
         action=ModerationAction.RERUN_DONE if outcome == RerunState.DONE else ModerationAction.RERUN_FAILED,
