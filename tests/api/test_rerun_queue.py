@@ -379,3 +379,51 @@ def test_only_the_worker_holding_the_claim_finishes(
     assert finish(client, other_token, request_id, state="failed", reason="x").status_code == 409
     assert finish(client, rerun_token, 999999, state="failed", reason="x").status_code == 404
     assert RerunRequest.objects.get(pk=request_id).state == RerunState.CLAIMED
+
+
+# -- the admin -----------------------------------------------------------------------------------
+
+
+def test_a_moderator_queues_a_rerun_in_the_admin_and_sees_the_queue(
+    moderator: Any, moderator_token: str, rerun_token: str, django_assert_num_queries: Any
+) -> None:
+    from django.test import Client
+    from rest_framework.test import APIClient
+
+    browser = Client()
+    browser.force_login(moderator)
+    benchmark = Run.objects.filter(benchmark__native_id=K10, source__slug="sol-execbench").first().benchmark
+    response = browser.post(
+        "/admin/api/rerunrequest/add/",
+        {
+            "benchmark": benchmark.pk,
+            "target": "scoring-baseline",
+            "trials": 1,
+            "iterations": 20,
+            "warmup_seconds": 1,
+            "reason": "from the admin",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    queued = RerunRequest.objects.get()
+    assert (queued.target, queued.requested_by, queued.trials) == ("scoring-baseline", moderator, 1)
+    assert events(queued.pk) == ["rerun_request.requested"]
+    # What no worker could run is refused on the form, with the reason.
+    k62 = Run.objects.filter(benchmark__native_id=K62).first().benchmark
+    refused = browser.post(
+        "/admin/api/rerunrequest/add/",
+        {"benchmark": k62.pk, "target": "scoring-baseline", "trials": 3, "iterations": 50, "warmup_seconds": 3},
+    )
+    assert refused.status_code == 200 and "published no scoring baseline" in refused.content.decode()
+    assert RerunRequest.objects.count() == 1
+    api = APIClient()
+    for target in ("reference", "torch-compile"):
+        request_rerun(api, moderator_token, target=target)
+    claim(api, rerun_token, "gpu-a")
+    # session, user, permissions (2), count (2: filtered and total), the page of requests with
+    # benchmark, runs and requester joined, the worker filter's values
+    with django_assert_num_queries(8):
+        page = browser.get("/admin/api/rerunrequest/?state__exact=claimed")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "gpu-a" in text and "scoring-baseline" in text
