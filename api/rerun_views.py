@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import permissions, status
 from rest_framework.authentication import SessionAuthentication
@@ -189,13 +190,16 @@ class RerunFinishView(_RerunView):
         request=serializers.RerunFinishInputSerializer,
         responses={200: serializers.RerunRequestSerializer},
     )
-    def post(self, request: Request, id: int) -> Response:  # noqa: A002 (the URL's name)
+    def post(self, request: Request, id: str) -> Response:  # noqa: A002 (the URL's name)
+        # Any text routes here (a JSON 404 for a non-number, not the catch-all's CSRF page).
+        if not (id.isascii() and id.isdigit()) or len(id) > 18:
+            raise Http404(f"No rerun request {id}.")
         data = _validated(serializers.RerunFinishInputSerializer, request)
         token = request.auth
         assert isinstance(token, ApiToken)
         try:
             finished = rerun_request_finish(
-                request_id=id,
+                request_id=int(id),
                 token=token,
                 outcome=data["state"],
                 run_public_id=data.get("run"),

@@ -25,7 +25,7 @@ v1 = [
     path("manifests/", views.ManifestView.as_view(), name="manifests"),
     path("reruns/", rerun_views.RerunRequestView.as_view(), name="reruns"),
     path("reruns/claim/", rerun_views.RerunClaimView.as_view(), name="rerun-claim"),
-    path("reruns/<int:id>/finish/", rerun_views.RerunFinishView.as_view(), name="rerun-finish"),
+    path("reruns/<str:id>/finish/", rerun_views.RerunFinishView.as_view(), name="rerun-finish"),
     path("runs/<str:id>/attestations/", views.AttestationCreateView.as_view(), name="run-attestations"),
     path("runs/<str:id>/reports/", views.ReportCreateView.as_view(), name="run-reports"),
     *router.urls,

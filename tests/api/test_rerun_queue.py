@@ -378,6 +378,8 @@ def test_only_the_worker_holding_the_claim_finishes(
     claim(client, rerun_token)
     assert finish(client, other_token, request_id, state="failed", reason="x").status_code == 409
     assert finish(client, rerun_token, 999999, state="failed", reason="x").status_code == 404
+    not_a_number = finish(client, rerun_token, ",ô", state="failed", reason="x")  # type: ignore[arg-type]
+    assert not_a_number.status_code == 404 and not_a_number.json()["error"]["code"] == "not_found"
     assert RerunRequest.objects.get(pk=request_id).state == RerunState.CLAIMED
 
 
