@@ -17,6 +17,7 @@ from django import forms
 from django.core.validators import URLValidator
 
 from attestations.models import UNIT_NS, AttestationKind, ReportCategory
+from kernelindex import links
 from runs.models import Run
 
 HONEYPOT = "website"
@@ -35,10 +36,17 @@ UNITS = [(unit, unit) for unit in UNIT_NS]
 UNIT_ALIASES = {"us": "µs", "μs": "µs", "usec": "µs", "nsec": "ns", "msec": "ms"}
 
 
+def validate_http_url(value: str) -> None:
+    """The project's one URL rule (``kernelindex.links``), as a form validator."""
+    why = links.problem(value, max_length=500)
+    if why is not None:
+        raise forms.ValidationError(f"Enter an http:// or https:// link: this one {why}.", code="invalid")
+
+
 class HttpURLField(forms.URLField):
     """An http(s) URL, nothing else (no javascript:, data:, ftp:)."""
 
-    default_validators = [URLValidator(schemes=["http", "https"])]
+    default_validators = [URLValidator(schemes=["http", "https"]), validate_http_url]
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("assume_scheme", "https")
