@@ -92,7 +92,9 @@ def _csv_value(run: Run, column: str, attribute: str | None) -> Any:
 
 def csv_lines(queryset: QuerySet) -> Iterator[str]:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    # RFC 4180 line ends: with "\n" alone, csv leaves a cell holding "\r" unquoted, and readers
+    # split the row there.
+    writer = csv.writer(buffer, lineterminator="\r\n")
 
     def flush() -> str:
         text = buffer.getvalue()
