@@ -63,3 +63,26 @@ def http_url(value: Any, *, field: str, max_length: int = 1000) -> str:
         shown = value if not isinstance(value, str) or len(value) <= 80 else value[:80] + "…"
         raise UnsafeURL(f"{field} is not an http(s) URL: it {why} (got {shown!r})")
     return value
+
+
+# A benchmark's native id becomes a path (/benchmarks/<source>/<native id>/): segments of
+# letters, digits, "_", "-", "+" and ".", never starting with "." (so never "." or "..", which
+# a browser resolves: "../../../admin/auth/user" would link to /admin/auth/user/), joined by "/".
+# Nothing to percent-encode, so "%2e%2e" cannot sneak a dot segment in either.
+NATIVE_ID_PATTERN = r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_+-][A-Za-z0-9_.+-]*)*"
+NATIVE_ID_MAX = 200
+_NATIVE_ID = re.compile(NATIVE_ID_PATTERN)
+
+
+def native_id_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be a benchmark native id, or None when it can."""
+    if not isinstance(value, str):
+        return f"must be a string, not {type(value).__name__}"
+    if len(value) > NATIVE_ID_MAX:
+        return f"must be at most {NATIVE_ID_MAX} characters long, not {len(value)}"
+    if not _NATIVE_ID.fullmatch(value):
+        return (
+            "may hold only letters, digits, '_', '-', '+' and '.' in '/'-separated parts that do not "
+            f"start with '.' (got {value[:80]!r})"
+        )
+    return None

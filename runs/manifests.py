@@ -249,6 +249,17 @@ def _check_shapes(docs: dict[str, dict[str, Any]], origin: str) -> None:
         )
 
 
+def _check_native_ids(docs: dict[str, dict[str, Any]], origin: str) -> None:
+    """Benchmark native ids become paths: only the safe set of ``kernelindex.links``."""
+    named = [("run spec.sourceNative.benchmark", docs["run"]["spec"]["sourceNative"]["benchmark"])]
+    target = docs.get("workload", {}).get("spec", {}).get("benchmark")
+    if isinstance(target, dict) and target.get("nativeId") is not None:
+        named.append(("workload spec.benchmark.nativeId", target["nativeId"]))
+    for where, value in named:
+        why = links.native_id_problem(value)
+        _require(why is None, origin, f"{where} {why}")
+
+
 def parse_timestamp(value: Any, *, where: str) -> datetime | None:
     """ISO 8601 → aware UTC datetime (None for None); a timestamp without a timezone is UTC.
 
@@ -306,6 +317,7 @@ def bundle_verify(bundle: Any, *, origin: str = "") -> VerifiedBundle:
     docs["run"] = {**run, "metadata": metadata} if "metadata" in run else run
     _check_shapes(docs, origin)
     _check_run_spec(docs["run"]["spec"], origin)
+    _check_native_ids(docs, origin)
     for role, doc in docs.items():
         _check_urls(doc["spec"], f"{role} spec", origin)
     check_provenance_url(annotations, origin)

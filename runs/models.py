@@ -20,7 +20,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from kernelindex import canonical
+from kernelindex import canonical, links
 
 
 class DocumentQuerySet(models.QuerySet):
@@ -113,6 +113,10 @@ class Benchmark(models.Model):
         return self.title or self.native_id
 
     def get_absolute_url(self) -> str:
+        # A native id stored before ids were checked may not be a safe path (``../..``): such a
+        # benchmark links to its source rather than to wherever the dots would lead.
+        if links.native_id_problem(self.native_id) is not None:
+            return self.source.get_absolute_url()
         return reverse("runs:benchmark_detail", args=[self.source.slug, self.native_id])
 
 
