@@ -20,8 +20,9 @@ from urllib.parse import urlsplit
 
 SCHEMES = frozenset({"http", "https"})
 # Every ASCII control character, whitespace anywhere, DEL, and the Unicode line/paragraph
-# separators and BOM some browsers also skip. A real URL percent-encodes all of these.
-_FORBIDDEN = re.compile(r"[\x00-\x20\x7f-\x9f\u00a0\u1680\u2000-\u200f\u2028-\u202f\u205f\u3000\ufeff\\]")
+# separators and BOM some browsers also skip. A real URL percent-encodes all of these. (A
+# backslash may stay in a path or query; "https:\\host" still fails the "://" check below.)
+_FORBIDDEN = re.compile(r"[\x00-\x20\x7f-\x9f\u00a0\u1680\u2000-\u200f\u2028-\u202f\u205f\u3000\ufeff]")
 _SCHEME = re.compile(r"^(https?)://", re.IGNORECASE)
 
 
@@ -38,7 +39,7 @@ def problem(value: Any, *, max_length: int = 1000) -> str | None:
     if len(value) > max_length:
         return f"must be at most {max_length} characters long, not {len(value)}"
     if _FORBIDDEN.search(value):
-        return "must not contain whitespace, control characters or backslashes"
+        return "must not contain whitespace or control characters"
     if not _SCHEME.match(value):
         return "must be an absolute http:// or https:// URL"
     try:
