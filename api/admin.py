@@ -80,7 +80,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: ApiToken | None = None) -> bool:
         return False
 
-    @admin.action(description="Revoke the selected tokens")
+    # Revoking changes the token: a staff user who may only view tokens does not get the action.
+    @admin.action(description="Revoke the selected tokens", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         count = 0
         for token in queryset.filter(revoked_at__isnull=True):

@@ -20,6 +20,7 @@ from django.http import StreamingHttpResponse
 
 from api.serializers import RunSerializer, permalink
 from ingest.pipeline import export_lines
+from kernelindex import spreadsheets
 from runs.models import Run
 
 CHUNK = 2000
@@ -53,10 +54,6 @@ CSV_COLUMNS = [
     ("observedAt", None),
     ("publishedAt", None),
 ]
-# Text a submitter controls; a cell starting with one of these would run as a formula when the
-# CSV is opened in a spreadsheet, so it gets a leading apostrophe (OWASP "CSV injection").
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-_FREE_TEXT = {"externalId", "submitter", "project"}
 
 
 def _csv_value(run: Run, column: str, attribute: str | None) -> Any:
@@ -90,14 +87,14 @@ def _csv_value(run: Run, column: str, attribute: str | None) -> Any:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if column in _FREE_TEXT and isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
     return value
 
 
 def csv_lines(queryset: QuerySet) -> Iterator[str]:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    # RFC 4180 line ends: with "\n" alone, csv leaves a cell holding "\r" unquoted, and readers
+    # split the row there.
+    writer = csv.writer(buffer, lineterminator="\r\n")
 
     def flush() -> str:
         text = buffer.getvalue()
@@ -105,10 +102,11 @@ def csv_lines(queryset: QuerySet) -> Iterator[str]:
         buffer.truncate(0)
         return text
 
-    writer.writerow([column for column, _ in CSV_COLUMNS])
+    # Every cell through kernelindex.spreadsheets: any text column may start like a formula.
+    writer.writerow(spreadsheets.row(column for column, _ in CSV_COLUMNS))
     yield flush()
     for run in queryset.iterator(chunk_size=CHUNK):
-        writer.writerow([_csv_value(run, column, attribute) for column, attribute in CSV_COLUMNS])
+        writer.writerow(spreadsheets.row(_csv_value(run, column, attribute) for column, attribute in CSV_COLUMNS))
         yield flush()
 
 

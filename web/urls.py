@@ -1,6 +1,23 @@
-from django.urls import path, re_path
+from django.urls import path, re_path, register_converter
 
+from kernelindex.links import NATIVE_ID_PATTERN
 from web import views
+
+
+class NativeIdConverter:
+    """A benchmark's native id: only the safe set of ``kernelindex.links`` (no dot segments),
+    both when a URL is matched and when one is reversed."""
+
+    regex = NATIVE_ID_PATTERN
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(NativeIdConverter, "native_id")
 
 app_name = "runs"
 
@@ -16,7 +33,7 @@ urlpatterns = [
     re_path(rf"^runs/{RUN}/compare/(?P<other_id>[0-9a-f]{{8,64}})/$", views.compare, name="run_compare_with"),
     re_path(rf"^runs/{RUN}/cite/$", views.cite, name="run_cite"),
     re_path(r"^groups/(?P<key>sha256:[0-9a-f]{64})/$", views.group_detail, name="group_detail"),
-    path("benchmarks/<slug:source>/<path:native_id>/", views.benchmark_detail, name="benchmark_detail"),
+    path("benchmarks/<slug:source>/<native_id:native_id>/", views.benchmark_detail, name="benchmark_detail"),
     path("sources/<slug:slug>/", views.source_detail, name="source_detail"),
     path("projects/<slug:slug>/", views.project_detail, name="project_detail"),
     re_path(r"^environments/(?P<digest>sha256:[0-9a-f]{64})/$", views.environment_detail, name="environment_detail"),
