@@ -176,12 +176,20 @@ def recompute_groups(group_ids: Iterable[int]) -> int:
             if current[pk] != rank:
                 changed.append((pk, rank))
     _store_ranks(changed)
-    recounted = [group for group_id, group in groups.items() if group.ranked_count != counts[group_id]]
+    store_ranked_counts(list(groups.values()), counts)
+    return len(changed)
+
+
+def store_ranked_counts(groups: Iterable[Any], counts: dict[int, int]) -> None:
+    """Store each group's number of ranked runs (``ranked_count``, the M of "rank N of M")
+    where it changed: one bulk update, none when nothing changed."""
+    from runs.models import ComparisonGroup
+
+    recounted = [group for group in groups if group.ranked_count != counts.get(group.pk, 0)]
     for group in recounted:
-        group.ranked_count = counts[group.pk]
+        group.ranked_count = counts.get(group.pk, 0)
     if recounted:
         ComparisonGroup.objects.bulk_update(recounted, ["ranked_count"], batch_size=2000)
-    return len(changed)
 
 
 def _store_ranks(changed: list[tuple[int, int | None]]) -> None:

@@ -77,9 +77,12 @@ class RunTable:
     sort: str
     params: dict[str, str]  # the filters in force (not the sort or page)
     filters: list[Filter] = field(default_factory=list)
+    fixed: dict[str, str] = field(default_factory=dict)  # the page's own parameters (show=all)
+    default_sort: str = ""
 
     def link(self, **changes: str) -> str:
-        params = {**self.params, "sort": self.sort, **changes}
+        """This view's query string with ``changes``; the default sort is left out."""
+        params = {**self.params, "sort": "" if self.sort == self.default_sort else self.sort, **changes}
         return "?" + urlencode({k: v for k, v in params.items() if v})
 
     @property
@@ -101,7 +104,12 @@ class RunTable:
 
     @property
     def filtered(self) -> bool:
-        return any(self.params.values())
+        return any(value for name, value in self.params.items() if name not in self.fixed)
+
+    @property
+    def fixed_items(self) -> list[tuple[str, str]]:
+        """Parameters of the page itself (``show=all``) that the filter form carries along."""
+        return list(self.fixed.items())
 
 
 def _choice(request: HttpRequest, name: str, options: Sequence[tuple[str, str]], label: str) -> str:
@@ -168,7 +176,9 @@ def run_table(
     else:
         column = F(RUN_SORTS[name])
         rows = rows.order_by(column.desc(nulls_last=True) if descending else column.asc(nulls_last=True), "public_id")
-    return RunTable(rows=rows, sort=sort, params=params, filters=made)
+    return RunTable(
+        rows=rows, sort=sort, params=params, filters=made, fixed=dict(fixed or {}), default_sort=default_sort
+    )
 
 
 def wants_download(request: HttpRequest) -> str | None:

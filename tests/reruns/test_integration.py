@@ -208,9 +208,9 @@ def test_the_sol_benchmark_page_shows_kernelindex_h200_boards_beside_the_sources
     k10 = reruns_by_revision(K10)
     rows = text[own_board:]
     assert (
-        f"1 KernelIndex · torch-compile — 39.9 µs 2026-11-30 {k10['torch-compile'].public_id} "
-        f"2 KernelIndex · scoring-baseline — 40.7 µs 2026-11-30 {k10['scoring-baseline'].public_id} "
-        f"3 KernelIndex · reference — 40.7 µs 2026-11-30 {k10['reference'].public_id}"
+        f"1 of 3 KernelIndex · torch-compile — 39.9 µs 2026-11-30 {k10['torch-compile'].public_id} "
+        f"2 of 3 KernelIndex · scoring-baseline — 40.7 µs 2026-11-30 {k10['scoring-baseline'].public_id} "
+        f"3 of 3 KernelIndex · reference — 40.7 µs 2026-11-30 {k10['reference'].public_id}"
     ) in rows
 
     text = page(client, f"/benchmarks/sol-execbench/{K62}/")
@@ -218,8 +218,8 @@ def test_the_sol_benchmark_page_shows_kernelindex_h200_boards_beside_the_sources
     k62 = reruns_by_revision(K62)
     rows = text[own_board:]
     best = k62["torch-compile-eager-numerics"].public_id
-    assert f"1 KernelIndex · torch-compile-eager-numerics — 69.6 µs 2026-11-30 {best}" in rows
-    assert f"2 KernelIndex · reference — 349 µs 2026-11-30 {k62['reference'].public_id}" in rows
+    assert f"1 of 2 KernelIndex · torch-compile-eager-numerics — 69.6 µs 2026-11-30 {best}" in rows
+    assert f"2 of 2 KernelIndex · reference — 349 µs 2026-11-30 {k62['reference'].public_id}" in rows
     assert k62["torch-compile"].public_id not in text  # failed: not on the board
     # The ranking page of the group lists the failed run only with ?show=all.
     group = k62["torch-compile"].group
@@ -247,7 +247,7 @@ def test_a_rerun_page_says_how_kernelindex_measured_it(client: Any, django_asser
     for expected in (
         "evidence: KernelIndex rerun",
         "Re-measured by KernelIndex on NVIDIA H200 under its own harness (KernelIndex rerun harness 0.1.0).",
-        "Rank 2 in its comparison group · KernelIndex-controlled comparison",
+        "Rank 2 of 2 in its comparison group · KernelIndex-controlled comparison",
         "349 µs median",
         "trials 3 separate processes: 336 µs / 373 µs / 363 µs (geomean of per-case medians in each)",
         "spread 10.88 % (max/min − 1 of the per-trial latencies)",
