@@ -12,6 +12,8 @@ bind = f"{os.environ.get('HOST', '127.0.0.1')}:{int(os.environ.get('PORT', '8000
 workers = int(os.environ.get("WEB_CONCURRENCY", min(multiprocessing.cpu_count() * 2 + 1, 4)))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
 accesslog = "-"
+# Password-reset tokens never reach the access log.
+logger_class = "kernelindex.gunicorn_logging.RedactingLogger"
 errorlog = "-"
 # Load the app once in the master, so a broken import or setting fails at start, not per worker.
 preload_app = True

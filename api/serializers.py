@@ -154,6 +154,9 @@ class RunDetailSerializer(RunSerializer):
     workloadDigest = serializers.CharField(source="workload_digest")
     implementationDigest = serializers.CharField(source="implementation_digest")
     provenanceUrl = serializers.CharField(source="provenance_url")
+    dataQualityNote = serializers.CharField(
+        source="data_quality_note", help_text="Set when the row breaks a source identity; empty otherwise."
+    )
     retrievedAt = serializers.DateTimeField(source="retrieved_at", allow_null=True)
     manifestUrl = serializers.SerializerMethodField()
     display = serializers.SerializerMethodField(

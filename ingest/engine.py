@@ -70,6 +70,7 @@ _UPDATABLE = (
     "observed_at",
     "provenance_url",
     "retrieved_at",
+    "data_quality_note",
     "revision",
 )
 

@@ -17,9 +17,19 @@ from django.db import transaction
 from ingest.catalogue import import_benchmarks
 from ingest.engine import import_bundles
 from ingest.formats import APPLY_ORDER, load_all
-from ingest.formats.base import FORMATS, ImportFailure, Parsed, detect, is_sidecar, is_unit_folder, load
+from ingest.formats.base import (
+    DATA_SUFFIXES,
+    FORMATS,
+    ImportFailure,
+    Parsed,
+    detect,
+    is_sidecar,
+    is_unit_folder,
+    load,
+)
 from kernelindex import canonical
-from runs.manifests import ManifestError, bundle_export
+from runs.identity import run_identity
+from runs.manifests import ManifestError, VerifiedBundle, bundle_export
 from runs.models import Run
 
 
@@ -42,12 +52,13 @@ class DryRun(Exception):
 
 
 def expand(paths: list[str]) -> list[Path]:
-    """Files as given; folders become every .json/.jsonl file under them, sorted.
+    """Files as given; folders become every .json/.jsonl/.csv file under them, sorted.
 
     A folder that describes one thing through several files (a SOL-ExecBench definition folder
     with definition.json, a trace folder with summary.json) stays one unit, whether it is given
     directly or found inside a folder. Provenance sidecars (``*.provenance.json``) are read by
-    the importer of the file they describe, not imported on their own.
+    the importer of the file they describe, not imported on their own. Other files found in a
+    folder (READMEs, scripts) are returned too, and ``parse_paths`` reports them as skipped.
     """
     files: list[Path] = []
     for raw in paths:
@@ -56,8 +67,8 @@ def expand(paths: list[str]) -> list[Path]:
             files.append(path)
         elif path.is_dir():
             found = _walk(path)
-            if not found:
-                raise ImportFailure(path, "no .json or .jsonl files in this folder")
+            if not any(_is_data(item) for item in found):
+                raise ImportFailure(path, "no .json, .jsonl or .csv files in this folder")
             files.extend(found)
         elif path.exists():
             files.append(path)
@@ -73,15 +84,28 @@ def _walk(folder: Path) -> list[Path]:
             found.append(child)
         elif child.is_dir():
             found.extend(_walk(child))
-        elif child.is_file() and child.suffix in {".json", ".jsonl"} and not is_sidecar(child):
+        elif child.is_file() and not is_sidecar(child):
             found.append(child)
     return found
+
+
+def _is_data(path: Path) -> bool:
+    return path.is_dir() or path.suffix in DATA_SUFFIXES
+
+
+def _skipped(path: Path) -> Parsed:
+    """A file found in a folder that is not data (a README, a script): said, not imported."""
+    return Parsed(path=path, format="not data", apply=None, summary=f"skipped: a {path.suffix or 'suffix-less'} file")
 
 
 def parse_paths(paths: list[str], fmt: str | None = None) -> list[Parsed]:
     load_all()
     parsed: list[Parsed] = []
+    given = {Path(raw) for raw in paths}
     for path in expand(paths):
+        if not _is_data(path) and path not in given:
+            parsed.append(_skipped(path))
+            continue
         loaded = load(path)
         chosen = FORMATS[fmt] if fmt else detect(loaded)
         parsed.append(chosen.parse(loaded))
@@ -115,7 +139,7 @@ def apply_all(parsed: list[Parsed], options: dict[str, Any] | None = None) -> li
             described = {id(bundle): (item.label, item.reason) for item in items for bundle in item.bundles}
             try:
                 result = import_bundles(
-                    (bundle for item in items for bundle in item.bundles),
+                    one_per_identity(bundle for item in items for bundle in item.bundles),
                     trust_annotations=trusted,
                     describe=lambda bundle, described=described: described[id(bundle)],
                 )
@@ -123,7 +147,28 @@ def apply_all(parsed: list[Parsed], options: dict[str, Any] | None = None) -> li
                 raise _naming_a_file(error, items) from None
             what = "manifest bundles" if trusted else "source runs"
             lines.append(f"{what} of {len(items)} file(s): {result}")
+        lines.extend(f"warning: {warning}" for item in parsed for warning in item.warnings)
     return lines
+
+
+def one_per_identity(bundles: Iterator[VerifiedBundle]) -> list[VerifiedBundle]:
+    """One bundle per run identity, in first-seen order.
+
+    The same run can reach one import from two files: a board snapshot stored twice (kernel
+    10's board, retrieved at 18:19 and 18:40, same response), a file published under two names
+    (``A6000_babel_v0.0`` = ``A6000_babel``), overlapping CSVs (Liger's ``grpo_vocab_chunk.csv``
+    and ``all_benchmark_data.csv``). The first file (paths are walked in sorted order) gives the
+    run and its provenance; a later bundle replaces it only when the run itself differs (a
+    changed row: the later wins, as a re-import would). Deciding this before the batches keeps a
+    second import from flip-flopping between the two files' annotations.
+    """
+    chosen: dict[str, VerifiedBundle] = {}
+    for bundle in bundles:
+        identity = canonical.dumps_str(run_identity(bundle))
+        first = chosen.get(identity)
+        if first is None or first.digests["run"] != bundle.digests["run"]:
+            chosen[identity] = bundle
+    return list(chosen.values())
 
 
 def _apply_one(item: Parsed, options: dict[str, Any]) -> str:

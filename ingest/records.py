@@ -12,6 +12,10 @@ from ingest.formats.base import ImportFailure
 from kernelindex import canonical
 from runs.manifests import VerifiedBundle, canonical_time
 
+# KernelIndex's note on a row that breaks one of its source's identities (imported as published,
+# with the note on its page, in the API and as an admin filter). An annotation: outside the digest.
+A_DATA_QUALITY = "kernelindex.dev/data-quality"
+
 
 class DigestCache:
     """Digests of the documents many bundles share (one protocol per board…), computed once."""

@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from ingest.lookups import Lookups
+from ingest.records import A_DATA_QUALITY
 from ingest.rows import insert_rows, model_attributes
 from kernelindex import canonical
 from kernelindex.gpus import architecture_for, normalise_product
@@ -235,6 +236,7 @@ class ImportSession(Lookups):
             "moderation_hint": moderation,
             "provenance_url": str(provenance)[:1000] if isinstance(provenance, str) else "",
             "retrieved_at": parse_timestamp(annotations.get(A_RETRIEVED_AT), where=f"{origin}: {A_RETRIEVED_AT}"),
+            "data_quality_note": str(annotations.get(A_DATA_QUALITY) or ""),
         }
 
 

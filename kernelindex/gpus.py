@@ -23,6 +23,8 @@ _PRODUCT_ALIASES = {
     "L40S": "NVIDIA L40S",
     "L4": "NVIDIA L4",
     "T4": "NVIDIA T4",
+    # Older NVIDIA data-centre cards report themselves as "Tesla …" (KernelBench's T4 records).
+    "Tesla T4": "NVIDIA T4",
 }
 
 # Normalised product family → architecture. Longest prefix wins.
@@ -36,9 +38,19 @@ _ARCHITECTURES = [
     ("NVIDIA L40S", "sm_89"),
     ("NVIDIA L4", "sm_89"),
     ("NVIDIA A100", "sm_80"),
+    ("NVIDIA A800", "sm_80"),
+    ("NVIDIA A10", "sm_86"),
     ("NVIDIA A10G", "sm_86"),
+    ("NVIDIA RTX A6000", "sm_86"),
+    ("NVIDIA GeForce RTX 3090", "sm_86"),
+    ("NVIDIA GeForce RTX 4090", "sm_89"),
     ("NVIDIA T4", "sm_75"),
+    ("AMD Instinct MI250", "gfx90a"),
+    ("AMD Instinct MI300", "gfx942"),
 ]
+
+# Product name prefix → vendor, for sources that name the GPU but not its vendor.
+_VENDORS = [("NVIDIA ", "nvidia"), ("AMD ", "amd")]
 
 
 def normalise_product(name: str) -> str:
@@ -67,3 +79,11 @@ def architecture_for(product: str) -> str:
         if product.startswith(prefix) and len(prefix) > len(best):
             best, arch = prefix, value
     return arch
+
+
+def vendor_for(product: str) -> str:
+    """'nvidia' or 'amd' for a normalised product; '' when unknown."""
+    for prefix, vendor in _VENDORS:
+        if product.startswith(prefix):
+            return vendor
+    return ""

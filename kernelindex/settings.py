@@ -2,16 +2,26 @@
 
 Development defaults are safe to run on a laptop (SQLite, DEBUG on, local hosts only);
 production sets DEBUG=0, SECRET_KEY and DATABASE_URL, and a missing secret is a hard error.
-Every variable is listed in `.env.example`.
+Every variable is listed in `.env.example`; the README's "Deploying" section gives the
+production values.
+
+Variables come from the process environment first, then from the `.env` file in the project
+root (or the file named by ENV_FILE), so `cp .env.example .env` works and an exported variable
+still wins over the file.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from dotenv import load_dotenv
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+
+# override=False: a variable already in the process environment is never replaced by the file.
+load_dotenv(os.environ.get("ENV_FILE") or BASE_DIR / ".env", override=False)
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -68,6 +78,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "axes",
     "kernelindex",
     "runs",
     "ingest",
@@ -79,14 +90,20 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before whitenoise, so static files carry the header too.
+    "kernelindex.middleware.PermissionsPolicyMiddleware",
+    "kernelindex.middleware.ContentSecurityPolicyMiddleware",
     "api.middleware.ApiCorsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "kernelindex.middleware.NoStoreForSignedInMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a lockout raised during authenticate() into the page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "kernelindex.urls"
@@ -101,6 +118,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "kernelindex.context_processors.site",
             ],
         },
     },
@@ -169,8 +187,12 @@ else:
         }
     }
 
-EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
-EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+# Mail. In development the console backend prints mail to the log; in production the default is
+# SMTP, and without a real mail server password reset is off (see PASSWORD_RESET below).
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or (
+    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend"
+)
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "") or "localhost"
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
@@ -178,25 +200,109 @@ EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "KernelIndex <noreply@kernelindex.invalid>")
 MODERATOR_EMAILS = env_list("MODERATOR_EMAILS", [])
 
+# Backends that deliver nothing: the console one prints the message, reset link and token
+# included, to the server log.
+_UNDELIVERED_MAIL_BACKENDS = {
+    "django.core.mail.backends.console.EmailBackend",
+    "django.core.mail.backends.locmem.EmailBackend",
+    "django.core.mail.backends.dummy.EmailBackend",
+    "django.core.mail.backends.filebased.EmailBackend",
+}
+MAIL_DELIVERED = EMAIL_BACKEND not in _UNDELIVERED_MAIL_BACKENDS and (
+    EMAIL_BACKEND != "django.core.mail.backends.smtp.EmailBackend" or bool(os.environ.get("EMAIL_HOST"))
+)
+# Password reset by e-mail: on in development (the link shows in the console) and in production
+# only when mail is really delivered. Asking for it in production without a mail server is a
+# configuration error, not a silent leak of reset links into the log.
+PASSWORD_RESET_ENABLED = env_bool("PASSWORD_RESET", DEBUG or MAIL_DELIVERED)
+if PASSWORD_RESET_ENABLED and not DEBUG and not MAIL_DELIVERED:
+    raise ImproperlyConfigured(
+        "PASSWORD_RESET=1 needs a mail server when DEBUG is off: set EMAIL_BACKEND (SMTP by default) and "
+        f"EMAIL_HOST, or set PASSWORD_RESET=0. EMAIL_BACKEND={EMAIL_BACKEND!r} delivers no mail."
+    )
+
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
 
-# Number of reverse proxies in front of the app whose X-Forwarded-For entries are trusted.
+# Number of reverse proxies in front of the app whose X-Forwarded-For entries are trusted
+# (kernelindex.clients.client_ip). It says nothing about HTTPS: see SECURE_PROXY_SSL_HEADER.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 # Anonymous posting limits, "count/period" with period in seconds.
 RATE_LIMIT_PER_MINUTE = env_int("RATE_LIMIT_PER_MINUTE", 5)
 RATE_LIMIT_PER_DAY = env_int("RATE_LIMIT_PER_DAY", 50)
 
-if not DEBUG:
-    SECURE_CONTENT_TYPE_NOSNIFF = True
-    SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
-    CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXY_COUNT else None
+# -- HTTPS and headers ---------------------------------------------------------------------------
+# The header a TLS-terminating proxy sets to "https" (e.g. X-Forwarded-Proto), and only when that
+# proxy always sets or overwrites it: otherwise a client could claim HTTPS. Empty: not trusted.
+_proxy_ssl_header = os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip()
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https") if _proxy_ssl_header else None
+)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Secure cookies by default in production; scripts/serve turns them off for plain local HTTP.
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+# django-csp: no inline script or style anywhere; everything comes from this origin.
+_SELF, _NONE = "'self'", "'none'"
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [_SELF],
+        "script-src": [_SELF],
+        "style-src": [_SELF],
+        "img-src": [_SELF],
+        "object-src": [_NONE],
+        "base-uri": [_NONE],
+        "frame-ancestors": [_NONE],
+        "form-action": [_SELF],
+    }
+}
+# Additions for pages that are not ours (kernelindex.middleware.ContentSecurityPolicyMiddleware):
+# Swagger UI's stylesheet draws its icons from data: URLs; Redoc injects its styles and runs a
+# worker from a blob:. Script stays 'self' on both.
+CONTENT_SECURITY_POLICY_PATH_UPDATES = {
+    "/api/docs/": {"img-src": ["data:"]},
+    "/api/redoc/": {"img-src": ["data:"], "style-src": ["'unsafe-inline'"], "worker-src": ["blob:"]},
+}
+# No page needs any of these browser features.
+PERMISSIONS_POLICY = (
+    "accelerometer=(), autoplay=(), camera=(), display-capture=(), geolocation=(), gyroscope=(), "
+    "magnetometer=(), microphone=(), midi=(), payment=(), usb=()"
+)
+
+# -- Login throttling (django-axes) -------------------------------------------------------------
+AUTHENTICATION_BACKENDS = [
+    # First, so a locked-out client is refused before its password is even checked.
+    "kernelindex.auth.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Locked out after LOGIN_FAILURE_LIMIT failures from one client address, or for one username
+# (whichever comes first), for LOGIN_LOCKOUT_MINUTES. Failures are rows moderators read in the
+# admin (kernelindex/admin.py).
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 60))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+# The client's address the way the rest of the site sees it (TRUSTED_PROXY_COUNT).
+AXES_CLIENT_IP_CALLABLE = "kernelindex.clients.client_ip"
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_RESET_ON_SUCCESS = True
+AXES_ENABLE_ACCESS_FAILURE_LOG = True
+# Registered by kernelindex/admin.py instead, so moderators can read them.
+AXES_ENABLE_ADMIN = False
+# No start-up banner on every manage.py command; failures and lockouts are still logged.
+AXES_VERBOSE = False
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Password-reset links carry a token: it is cut out of every log line (kernelindex.logfilters).
+    "filters": {"redact_secrets": {"()": "kernelindex.logfilters.RedactSecretsFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact_secrets"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
 

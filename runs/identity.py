@@ -19,6 +19,8 @@ KNOWN_SOURCES = {
     "sol-execbench": ("NVIDIA SOL-ExecBench", "https://research.nvidia.com/benchmarks/sol-execbench/"),
     "kernelbench": ("KernelBench", "https://github.com/ScalingIntelligence/KernelBench"),
     "gpu-mode": ("GPU MODE", "https://www.gpumode.com/"),
+    "liger-kernel": ("Liger-Kernel", "https://github.com/linkedin/Liger-Kernel"),
+    "flashinfer-bench": ("FlashInfer-Bench", "https://github.com/flashinfer-ai/flashinfer-bench"),
     "kernelindex": ("KernelIndex", ""),
     # Runs their authors sent through the API (submitter_reported), with no source behind them.
     "submitted": ("Submitted by their authors", ""),

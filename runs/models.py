@@ -301,6 +301,11 @@ class Run(models.Model):
     published_at = models.DateTimeField(help_text="When KernelIndex first published the run.")
     provenance_url = models.URLField(max_length=1000, blank=True)
     retrieved_at = models.DateTimeField(null=True, blank=True)
+    data_quality_note = models.TextField(
+        blank=True,
+        help_text="Set by the importer when a row breaks one of its source's identities beyond the published "
+        "precision: imported as published, with this note.",
+    )
 
     visibility = models.CharField(max_length=20, choices=Visibility.choices, default=Visibility.PUBLISHED)
     quarantined = models.BooleanField(default=False)

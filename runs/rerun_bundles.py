@@ -60,6 +60,51 @@ def is_rerun(run: Run) -> bool:
 
 
 @dataclass
+class TimerFacts:
+    """One of a rerun's timers (harness 0.2.0 records two: kernel time and CUDA-event time)."""
+
+    key: str  # "kernelTime" or "eventTime", as the bundle names it
+    label: str
+    primary: bool
+    latency: float | None  # ns, geomean of per-case medians
+    trial_latencies: list[float]
+    spread: float | None
+    measures: str  # what it measures, from the protocol
+
+    @property
+    def spread_percent(self) -> str:
+        return "" if self.spread is None else f"{self.spread * 100:.2f} %"
+
+
+TIMER_LABELS = {"kernelTime": "kernel time", "eventTime": "CUDA-event time"}
+
+
+def _timer_facts(timing: dict[str, Any], measurement: dict[str, Any]) -> list[TimerFacts]:
+    timers = timing.get("timers") if isinstance(timing.get("timers"), dict) else {}
+    texts = measurement.get("timers") if isinstance(measurement.get("timers"), dict) else {}
+    primary = timing.get("primaryTimer")
+    rows = []
+    for key, timer in timers.items():
+        if not isinstance(timer, dict):
+            continue
+        latency = timer.get("latencyNs") if isinstance(timer.get("latencyNs"), dict) else {}
+        spread = timer.get("spread") if isinstance(timer.get("spread"), dict) else {}
+        trials = timer.get("trialLatenciesNs") if isinstance(timer.get("trialLatenciesNs"), list) else []
+        rows.append(
+            TimerFacts(
+                key=str(key),
+                label=TIMER_LABELS.get(str(key), str(key)),
+                primary=key == primary,
+                latency=_number(latency.get("median")),
+                trial_latencies=[value for t in trials if (value := _number(t)) is not None],
+                spread=_number(spread.get("maxOverMinMinusOne")),
+                measures=str(texts.get(key, "")),
+            )
+        )
+    return sorted(rows, key=lambda row: not row.primary)
+
+
+@dataclass
 class RerunFacts:
     """What a rerun's page says about how KernelIndex measured it, read from its documents."""
 
@@ -71,6 +116,8 @@ class RerunFacts:
     timers: list[tuple[str, int]] = field(default_factory=list)  # (timer, cases) most used first
     cases_timed: int = 0
     cases_total: int = 0
+    timer_facts: list[TimerFacts] = field(default_factory=list)  # both timers, primary first
+    primary_timer_rule: str = ""
 
     @property
     def spread_percent(self) -> str:
@@ -87,8 +134,14 @@ def rerun_facts(run: Run) -> RerunFacts | None:
     cases = [c for c in run.spec.get("cases", []) if isinstance(c, dict)]
     counts: dict[str, int] = {}
     for case in cases:
-        if isinstance(case.get("timer"), str) and case["timer"]:
-            counts[case["timer"]] = counts.get(case["timer"], 0) + 1
+        # With two timers, the event timer says how the call was replayed (cuda_graph or cuda_events).
+        timers = case.get("timers") if isinstance(case.get("timers"), dict) else {}
+        event = timers.get("eventTime") if isinstance(timers.get("eventTime"), dict) else {}
+        timer = event.get("timer") or case.get("timer")
+        if isinstance(timer, str) and timer:
+            counts[timer] = counts.get(timer, 0) + 1
+    measurement = run.protocol.spec.get("measurement")
+    measurement = measurement if isinstance(measurement, dict) else {}
     return RerunFacts(
         product=run.environment.product,
         harness=run.protocol.harness_label,
@@ -98,6 +151,8 @@ def rerun_facts(run: Run) -> RerunFacts | None:
         timers=sorted(counts.items(), key=lambda item: (-item[1], item[0])),
         cases_timed=sum(counts.values()),
         cases_total=len(cases),
+        timer_facts=_timer_facts(timing, measurement),
+        primary_timer_rule=str(measurement.get("primaryTimerRule", "")),
     )
 
 

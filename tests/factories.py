@@ -17,6 +17,24 @@ from runs.manifests import bundle_verify
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE_BUNDLE = REPO / "data" / "reference" / "run-01a0352b.manifest.json"
+_DATA = REPO / "data"
+_SOL = _DATA / "sol-execbench"
+# The first batch of data/ (data/README.md's tables), which the golden export hash pins. The
+# second batch, the corpus (data/corpus-README.md, ~21,800 runs), is imported whole only by the
+# tests that are about it (tests/ingest/test_corpus*.py, tests/web/test_corpus_pages.py) and
+# by the live site the browser tests use, as scripts/serve does.
+FIRST_BATCH = [
+    _SOL / "leaderboards",
+    _SOL / "kernels",
+    _SOL / "definitions" / "L1" / "010_attention_value_projection_with_transpose",
+    _SOL / "definitions" / "L1" / "062_kv_cache_update_with_rope_backward",
+    _SOL / "examples",
+    _SOL / "traces",
+    _DATA / "kernelbench" / "timing" / "H100_Modal" / "baseline_time_torch.json",
+    _DATA / "reference",
+]
+# What the API's golden files describe: the first batch and KernelIndex's own H200 reruns.
+FIRST_BATCH_AND_RERUNS = [*FIRST_BATCH, _DATA / "reruns"]
 
 
 def reference_bundle() -> dict[str, Any]:

@@ -31,6 +31,7 @@ class CaseRow:
     latency_ns: float | None = None
     baseline_ns: float | None = None
     sol_ns: float | None = None
+    score: float | None = None  # the case's SOL score as the run publishes it (SOL-ExecBench traces)
     status: str = ""
     timer: str = ""  # how the case was timed, where the run says (KernelIndex reruns)
     detail: str = ""  # why the case failed, where the run says
@@ -49,6 +50,10 @@ def _time_ns(case: dict[str, Any], ns_keys: tuple[str, ...], ms_keys: tuple[str,
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value) * 1e6
     return None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 _LATENCY_KEYS = (("latencyNs", "medianNs", "meanNs"), ("latencyMs", "latency_ms"))
@@ -85,6 +90,7 @@ def case_rows(run: Run | None, workload: Workload | None) -> list[CaseRow]:
                 latency_ns=_time_ns(result, *_LATENCY_KEYS),
                 baseline_ns=_time_ns(case, *_BASELINE_KEYS) or _time_ns(result, *_BASELINE_KEYS),
                 sol_ns=_time_ns(case, *_SOL_KEYS) or _time_ns(result, *_SOL_KEYS),
+                score=_number(result.get("solScore", result.get("sol_score"))),
                 status=str(result.get("status", "")),
                 timer=str(result.get("timer") or ""),
                 detail=str(result.get("detail") or "") if str(result.get("status", "")).upper() != "PASSED" else "",

@@ -19,8 +19,7 @@ from kernelindex import canonical
 from runs import selectors
 from runs.manifests import bundle_export, display_bundle
 from runs.models import Run
-from web import charts, pages, tables
-from web.templatetags.kiformat import latency, score
+from web import figures, pages, tables
 
 
 def _tombstone(request: HttpRequest, run: Run) -> HttpResponse:
@@ -45,6 +44,7 @@ def run_detail(request: HttpRequest, public_id: str) -> HttpResponse:
         {
             "page": page,
             "run": run,
+            "figures": figures.run_figures(page.cases),
             "manifest": canonical.pretty(display_bundle(run)),
             "permalink": settings.SITE_URL + run.get_absolute_url(),
         },
@@ -124,26 +124,7 @@ def group_detail(request: HttpRequest, key: str) -> HttpResponse:
     for run in rows:
         run.group = group  # the group's ranked_count for "rank N of M", already loaded
     rule = selectors.group_rule(group)
-    fmt = score if group.ranking_metric == "sol_score" else latency
     metric_label = "SOL score" if group.ranking_metric == "sol_score" else "latency"
-    # The chart is by rank whatever the table's sort: rows in the ranking rule's order.
-    charted = sorted(
-        (run for run in rows if getattr(run, group.ranking_metric) is not None),
-        key=lambda run: getattr(run, group.ranking_metric),
-        reverse=group.ranking_direction == "desc",
-    )
-    points = []
-    for run in charted:
-        value = getattr(run, group.ranking_metric)
-        place = f"#{run.rank}" if run.rank else "reference" if run.is_reference else "unranked"
-        points.append(
-            charts.Point(
-                x_label=str(run.rank) if run.rank else "·",
-                value=value,
-                label=f"{place} {run.submitter}: {fmt(value)}",
-                muted=run.rank is None,
-            )
-        )
     return render(
         request,
         "runs/group_detail.html",
@@ -159,7 +140,8 @@ def group_detail(request: HttpRequest, key: str) -> HttpResponse:
             "sort_links": table.sort_links,
             "toggle_link": table.link(show="" if show_all else "all"),
             "page_query": table.page_query,
-            "chart": charts.metric_by_rank(points, title=f"{metric_label} by rank", y_label=metric_label, fmt=fmt),
+            "chart": figures.group_chart(group, rows),
+            "cols": figures.run_columns(rows),
             "metric_label": metric_label,
         },
     )
@@ -179,28 +161,28 @@ def compare(request: HttpRequest, public_id: str, other_id: str | None = None) -
         if not any(c.a_ns or c.b_ns for c in cases):
             cases = []  # the workload's cases are known but neither run has per-case results
         context["cases"] = cases
-        context["chart"] = charts.paired_latency(
-            [(c.label, c.a_ns, c.b_ns) for c in cases],
-            title=f"Per-case latency: {run.public_id} and {other.public_id}",
-            names=(f"{run.public_id}", f"{other.public_id}"),
-            fmt=lambda v: latency(v),
-        )
+        context.update(figures.compare_figures(run, other, cases))
         context["latency_ratio"] = other.latency_ns / run.latency_ns if run.latency_ns and other.latency_ns else None
         context["score_ratio"] = other.sol_score / run.sol_score if run.sol_score and other.sol_score else None
     return render(request, "runs/run_compare.html", context)
 
 
 def benchmark_detail(request: HttpRequest, source: str, native_id: str) -> HttpResponse:
-    """3 queries: the benchmark, its groups with counts, the top runs of every group."""
+    """4 queries: the benchmark, its groups with counts, the top runs of every group, the metric
+    values of all their runs (the charts)."""
     benchmark = selectors.benchmark_get(source, native_id)
+    groups = selectors.benchmark_groups(benchmark)
+    group_figures = figures.benchmark_figures(benchmark, [block["group"] for block in groups])
+    figures.attach(groups, group_figures)
     return render(
         request,
         "runs/benchmark_detail.html",
         {
             "benchmark": benchmark,
-            "groups": selectors.benchmark_groups(benchmark),
+            "groups": groups,
+            "summary": figures.benchmark_summary(groups, group_figures),
             "top_n": selectors.TOP_PER_GROUP,
-            "cases": pages.case_rows(None, benchmark.workload),
+            "case_table": figures.run_figures(pages.case_rows(None, benchmark.workload)),
         },
     )
 

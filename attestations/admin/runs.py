@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
 from attestations import moderation
-from attestations.admin.actions import RunModerationActions, reason_action
+from attestations.admin.actions import ObjectActionsMixin, RunModerationActions, reason_action
 from attestations.admin.log import RunEventInline
 from attestations.selectors import runs_with_moderation
 from kernelindex import canonical
@@ -51,7 +51,7 @@ class OpenReportsFilter(admin.SimpleListFilter):
 
 
 @admin.register(Run)
-class RunAdmin(RunModerationActions, admin.ModelAdmin):
+class RunAdmin(ObjectActionsMixin, RunModerationActions, admin.ModelAdmin):
     list_display = (
         "public_id",
         "benchmark_display",
@@ -76,6 +76,7 @@ class RunAdmin(RunModerationActions, admin.ModelAdmin):
         "status",
         "source",
         "is_reference",
+        ("data_quality_note", admin.EmptyFieldListFilter),
     )
     search_fields = ("public_id", "submitter", "title", "external_id", "benchmark__native_id", "digest")
     date_hierarchy = "observed_at"

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from attestations import moderation
-from attestations.admin.actions import RunModerationActions, distinct_runs, reason_action
+from attestations.admin.actions import ObjectActionsMixin, RunModerationActions, distinct_runs, reason_action
 from attestations.admin.log import AttestationEventInline, ReportEventInline
 from attestations.forms import AttestationForm
 from attestations.models import Attestation, AttestationState, IssueReport, ReportState
@@ -84,8 +84,9 @@ def run_link(run: Any) -> str:
 
 
 @admin.register(Attestation)
-class AttestationAdmin(ModerationPermissionMixin, admin.ModelAdmin):
+class AttestationAdmin(ObjectActionsMixin, ModerationPermissionMixin, admin.ModelAdmin):
     moderate_permission = "attestations.change_attestation"
+    object_actions_query = "?state=all"
     list_display = (
         "reference",
         "run_display",
@@ -189,8 +190,9 @@ class AttestationAdmin(ModerationPermissionMixin, admin.ModelAdmin):
 
 
 @admin.register(IssueReport)
-class IssueReportAdmin(RunModerationActions, ModerationPermissionMixin, admin.ModelAdmin):
+class IssueReportAdmin(ObjectActionsMixin, RunModerationActions, ModerationPermissionMixin, admin.ModelAdmin):
     moderate_permission = "attestations.change_issuereport"
+    object_actions_query = "?state=all"
     list_display = (
         "reference",
         "run_display",

@@ -3,7 +3,16 @@
 import importlib
 
 # Format modules, in detection order (the most specific first).
-FORMAT_MODULES = ["manifest", "sol_leaderboard", "sol_kernel", "sol_definition", "sol_trace", "kernelbench"]
+FORMAT_MODULES = [
+    "manifest",
+    "sol_leaderboard",
+    "sol_kernel",
+    "sol_definition",
+    "sol_trace",
+    "kernelbench",
+    "liger",
+    "flashinfer",
+]
 # Formats that create benchmarks/workloads apply before formats that create runs.
 APPLY_ORDER: dict[str, int] = {"sol-definition": 10, "sol-kernel": 10}
 

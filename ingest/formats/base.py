@@ -62,6 +62,9 @@ class Parsed:
     trusted: bool = False  # take kernelindex.dev/… annotations as they are (export files)
     label: str = ""
     reason: str = ""
+    # Rows imported with a data-quality note (a source identity that does not hold): each one
+    # line of the import's output, prefixed "warning:".
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -89,6 +92,8 @@ def is_unit_folder(path: Path) -> bool:
 
 
 SIDECAR_SUFFIX = ".provenance.json"
+# Files a folder import reads; anything else found in a folder is reported as skipped.
+DATA_SUFFIXES = {".json", ".jsonl", ".csv"}
 
 
 def is_sidecar(path: Path) -> bool:
@@ -122,6 +127,8 @@ def load(path: Path) -> Loaded:
     if not text.strip():
         raise ImportFailure(path, "the file is empty")
     loaded = Loaded(path=path, text=text)
+    if path.suffix == ".csv":
+        return loaded  # CSV formats read ``text`` themselves
     try:
         loaded.data = canonical.loads(text)
         return loaded

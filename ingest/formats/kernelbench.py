@@ -8,6 +8,27 @@ Problem sizes changed between KernelBench versions, so the KernelBench commit an
 configuration (the ``H100_Modal`` folder, ``num_trials``) are part of the comparison key, via the
 harness version. The file does not carry its version: a provenance sidecar next to it
 (``baseline_time_torch.provenance.json``, checked against the file's SHA-256) does.
+
+Why the commit and not a digest of the problem set: the files name their problems but not their
+sizes, and KernelBench changed sizes under unchanged names (level1 problem 1 on A10G is 5.78 ms
+in one version and 0.858 ms in another), so a digest of what the file holds cannot tell two
+problem sets apart; the commit that holds the file pins the problem code it was measured with.
+Files of one folder committed together (an eager file and its ``torch.compile`` files) share a
+group, their implementation (from the file name) differing; other versions of a path
+(``timing-other-versions/<commit>/…``) are other groups.
+
+Real-data rules (``data/corpus-README.md``):
+
+- The GPU is each record's ``hardware``, never the folder name (``H100_modal`` holds H200 rows).
+- A ``null`` record is a failed measurement (compile error, OOM, timeout). It is not a run: it
+  names no GPU (and the GPU must come from the record) and holds no number. The import line
+  counts those skipped.
+- A sidecar that says ``"unit": "unknown"`` (``A6000_babel_new``: only ``mean``, no hardware,
+  values 40–1000× the other A6000 files) makes the file skipped, with the reason printed: it is
+  never imported as milliseconds. Without that sidecar it is refused (no ``std``/``hardware``).
+- A sidecar with ``sameMeasurementAs`` names a byte-identical file under another name
+  (``A6000_babel_v0.0`` = ``A6000_babel``): the file's runs are that file's runs (same
+  provenance, same identity), so the two names never make duplicate runs.
 """
 
 from __future__ import annotations
@@ -20,13 +41,13 @@ from ingest.catalogue import BenchmarkFacts
 from ingest.formats.base import Format, ImportFailure, Loaded, Parsed, load, register, sidecar_for
 from ingest.records import DigestCache, Row, make_bundle, ms_to_ns
 from kernelindex import canonical
-from kernelindex.gpus import architecture_for, normalise_product
+from kernelindex.gpus import architecture_for, normalise_product, vendor_for
 from runs.manifests import A_PROVENANCE_URL, KINDS, VerifiedBundle
 
 FORMAT = "kernelbench-timing"
 SOURCE = "kernelbench"
 FAMILY = "kernelbench_timing"
-_LEVEL = re.compile(r"level\d+")
+_LEVEL = re.compile(r"level(\d+|_tk)")
 _PROBLEM = re.compile(r"(\d+)_[^/]+\.py")
 
 
@@ -40,12 +61,21 @@ def detect(loaded: Loaded) -> bool:
 
 
 def parse(loaded: Loaded) -> Parsed:
-    facts, bundles = parse_file(loaded)
+    provenance = read_sidecar(loaded.path)
+    if provenance.get("unit") == "unknown":
+        return Parsed(
+            path=loaded.path,
+            format=FORMAT,
+            apply=None,
+            summary=f"skipped, not imported: the unit of its numbers is unknown ({provenance['unitNote']})",
+        )
+    facts, bundles, nulls = parse_file(loaded, provenance)
+    skipped = f", {nulls} null record(s) skipped (failed measurements: no GPU, no number)" if nulls else ""
     return Parsed(
         path=loaded.path,
         format=FORMAT,
         apply=None,
-        summary=f"{len(bundles)} problem(s)",
+        summary=f"{len(bundles)} problem(s){skipped}",
         facts=facts,
         bundles=bundles,
         label=f"import: {loaded.path.name}",
@@ -53,7 +83,7 @@ def parse(loaded: Loaded) -> Parsed:
     )
 
 
-def read_sidecar(path: Path) -> dict[str, Any]:
+def read_sidecar(path: Path, *, follow: bool = True) -> dict[str, Any]:
     sidecar_path = sidecar_for(path)
     if not sidecar_path.is_file():
         raise ImportFailure(
@@ -69,7 +99,19 @@ def read_sidecar(path: Path) -> dict[str, Any]:
     actual = canonical.sha256_hex(path.read_bytes())
     if declared != actual:
         raise sidecar.fail(f"describes a file with SHA-256 {declared}, but {path.name} has {actual}")
+    unit = sidecar.string("unit", optional=True) or "ms"
+    if unit not in {"ms", "unknown"}:
+        raise sidecar.fail(f"field 'unit' must be 'ms' or 'unknown', not {unit!r}")
+    if unit == "unknown":
+        return {"unit": unit, "unitNote": sidecar.string("unitNote", optional=True) or "see its provenance sidecar"}
+    same = sidecar.string("sameMeasurementAs", optional=True)
+    if same is not None and follow:
+        other = (path.parent / same).resolve()
+        if not other.is_file() or other.read_bytes() != path.read_bytes():
+            raise sidecar.fail(f"sameMeasurementAs names {same}, which is not a byte-identical copy of {path.name}")
+        return read_sidecar(other, follow=False)
     return {
+        "unit": unit,
         "commit": commit,
         "config": sidecar.string("timingConfig", optional=True) or path.parent.name,
         "url": sidecar.string("url", optional=True) or "",
@@ -77,23 +119,35 @@ def read_sidecar(path: Path) -> dict[str, Any]:
     }
 
 
-def parse_file(loaded: Loaded) -> tuple[list[BenchmarkFacts], list[VerifiedBundle]]:
+def parse_file(
+    loaded: Loaded, provenance: dict[str, Any] | None = None
+) -> tuple[list[BenchmarkFacts], list[VerifiedBundle], int]:
+    """(benchmarks, run bundles, number of null records skipped)."""
     path = loaded.path
     if not detect(loaded):
         raise ImportFailure(path, "not a KernelBench timing file ({'levelN': {problem: timing}})")
-    provenance = read_sidecar(path)
+    if provenance is None:
+        provenance = read_sidecar(path)
+    if provenance.get("unit") == "unknown":
+        raise ImportFailure(path, f"the unit of its numbers is unknown: {provenance['unitNote']}")
     commit, config = provenance["commit"], provenance["config"]
     annotations = {A_PROVENANCE_URL: provenance["url"]} if provenance["url"] else {}
     cache = DigestCache()
     shared: dict[tuple[str, int, str], tuple[dict[str, Any], dict[str, Any]]] = {}
     facts: list[BenchmarkFacts] = []
     bundles: list[VerifiedBundle] = []
+    nulls = records = 0
     for level, problems in loaded.data.items():
         for problem, value in problems.items():
-            row = Row(path, f"{level}[{problem!r}]", value)
+            records += 1
             match = _PROBLEM.fullmatch(problem)
             if not match:
-                raise row.fail("a problem name must look like '<number>_<name>.py'")
+                where = f"{level}[{problem!r}]"
+                raise ImportFailure(path, "a problem name must look like '<number>_<name>.py'", row=where)
+            if value is None:
+                nulls += 1
+                continue
+            row = Row(path, f"{level}[{problem!r}]", value)
             stats = {key: row.number(key) for key in ("mean", "std", "min", "max")}
             if any(stat < 0 for stat in stats.values()):
                 raise row.fail(f"timings must not be negative: {stats}")
@@ -141,9 +195,9 @@ def parse_file(loaded: Loaded) -> tuple[list[BenchmarkFacts], list[VerifiedBundl
             }
             docs = {"run": run, "protocol": protocol, "environment": environment}
             bundles.append(make_bundle(docs, cache=cache, annotations=annotations, origin=f"{path}, {row.where}"))
-    if not bundles:
+    if not records:
         raise ImportFailure(path, "no problems in the file")
-    return facts, bundles
+    return facts, bundles, nulls
 
 
 def _protocol(commit: str, config: str, trials: int, device: str) -> dict[str, Any]:
@@ -186,7 +240,7 @@ def _environment(hardware: str) -> dict[str, Any]:
         "kind": KINDS["environment"],
         "metadata": {"name": "kernelbench-" + product.lower().replace(" ", "-"), "title": product},
         "spec": {
-            "hardware": {"vendor": "nvidia", "product": product, "architecture": architecture_for(product)},
+            "hardware": {"vendor": vendor_for(product), "product": product, "architecture": architecture_for(product)},
         },
     }
 

@@ -24,11 +24,11 @@ from ingest.formats.sol_common import (
     SCORING_BASELINE,
     SOURCE,
     check_fast_1,
-    check_latency_identity,
+    latency_identity_note,
     leaderboard_environment,
     leaderboard_protocol,
 )
-from ingest.records import DigestCache, Row, iso, make_bundle, ms_to_ns, type_name
+from ingest.records import A_DATA_QUALITY, DigestCache, Row, iso, make_bundle, ms_to_ns, type_name
 from runs.manifests import A_PROVENANCE_URL, A_RETRIEVED_AT, A_SOURCE_RANK, KINDS, VerifiedBundle
 
 FORMAT = "sol-leaderboard"
@@ -50,7 +50,8 @@ def detect(loaded: Loaded) -> bool:
 
 
 def parse(loaded: Loaded) -> Parsed:
-    bundles = parse_bundles(loaded)
+    warnings: list[str] = []
+    bundles = parse_bundles(loaded, warnings)
     return Parsed(
         path=loaded.path,
         format=FORMAT,
@@ -59,11 +60,15 @@ def parse(loaded: Loaded) -> Parsed:
         bundles=bundles,
         label=f"import: {loaded.path.name}",
         reason=f"imported from SOL-ExecBench leaderboard {loaded.path.name}",
+        warnings=warnings,
     )
 
 
-def parse_bundles(loaded: Loaded) -> list[VerifiedBundle]:
-    """Validate the whole board and build one bundle per row; raise ImportFailure on any problem."""
+def parse_bundles(loaded: Loaded, warnings: list[str] | None = None) -> list[VerifiedBundle]:
+    """Validate the whole board and build one bundle per row; raise ImportFailure on a structural
+    problem. A row that breaks a source identity is kept, with a data-quality note, and named in
+    ``warnings``."""
+    warnings = warnings if warnings is not None else []
     path = loaded.path
     top = Row(path, "$", loaded.data)
     annotations: dict[str, Any] = {}
@@ -103,6 +108,9 @@ def parse_bundles(loaded: Loaded) -> list[VerifiedBundle]:
     seen: dict[str, str] = {}
     for row in rows:
         bundle = _bundle(row, kernel, gpu_type, baseline_ms, protocol, environment, annotations, cache)
+        note = bundle.annotations.get(A_DATA_QUALITY)
+        if note:
+            warnings.append(f"{path}, {row.where}: data-quality note: {note}")
         external = bundle.run_spec["sourceNative"]["externalId"]
         if external in seen:
             raise row.fail(f"duplicate row: {seen[external]} has the same {_what(row)}")
@@ -147,7 +155,7 @@ def _bundle(
     fast_1_count = row.integer("fast_1_count", minimum=0)
     fast_1_total = row.integer("fast_1_total", minimum=0)
     check_fast_1(row, fast_1_count, fast_1_total)
-    check_latency_identity(row, latency_ms, avg_speedup, baseline_ms)
+    note = latency_identity_note(latency_ms, avg_speedup, baseline_ms)
     metrics = {
         "sol_score": sol_score,
         "latency_ms": latency_ms,
@@ -162,6 +170,8 @@ def _bundle(
         "sourceNative": native,
     }
     run_annotations = dict(annotations)
+    if note:
+        run_annotations[A_DATA_QUALITY] = note
     docs: dict[str, dict[str, Any]] = {"protocol": protocol, "environment": environment}
     if is_reference:
         if username not in REFERENCE_ROWS:

@@ -5,6 +5,15 @@ case its status, median latency and correctness errors; the environment as recor
 driver, CUDA, torch, triton, clock mode). Its protocol family is ``sol_execbench_trace``, so it
 never lands in a leaderboard's comparison group. The files' SHA-256 values recorded in
 ``summary.json`` are checked, so a trace that was altered after the run is refused.
+
+A folder may hold ``summary.json`` alone (most of the corpus's local runs): its per-workload
+``observations`` (status, latency, environment of each trial) then stand in for the trace
+records. Real runs are imported as they are (``data/corpus-README.md``): scores above 1 (a
+local unlocked clock faster than T_SOL assumes) are kept, never clamped; a partial run
+(``complete_problem: false``, ``problem_mean_sol_score: null``) keeps its local mean and is put
+in a comparison group of its own workload subset, since a geometric mean over 2 of 16 workloads
+is not comparable with one over all 16; a failed run (every workload ``INCORRECT_NUMERICAL``,
+latencies null) is recorded as failed, with no latency.
 """
 
 from __future__ import annotations
@@ -26,11 +35,12 @@ FAMILY = "sol_execbench_trace"
 
 
 def detect(loaded: Loaded) -> bool:
-    return (
-        loaded.is_folder
-        and "summary.json" in loaded.files
-        and any(name.startswith("trial-") and name.endswith(".jsonl") for name in loaded.files)
-    )
+    if not loaded.is_folder or "summary.json" not in loaded.files:
+        return False
+    if any(name.startswith("trial-") and name.endswith(".jsonl") for name in loaded.files):
+        return True
+    data = loaded.files["summary.json"].data
+    return isinstance(data, dict) and "problem_name" in data and "workloads" in data
 
 
 def parse(loaded: Loaded) -> Parsed:
@@ -69,7 +79,7 @@ def parse_bundle(loaded: Loaded) -> VerifiedBundle:
     passed = summary.get("passed")
     if not isinstance(passed, bool):
         raise summary.fail("field 'passed' must be a boolean")
-    geomean_ms = summary.number("geometric_mean_latency_ms", positive=True)
+    geomean_ms = summary.number("geometric_mean_latency_ms", positive=True, optional=passed is False)
     sol_score = summary.number("problem_mean_sol_score", optional=True)
     recorded = summary.timestamp("recorded_at")
     trials_requested = summary.integer("requested_trials", minimum=1)
@@ -81,6 +91,8 @@ def parse_bundle(loaded: Loaded) -> VerifiedBundle:
         _check_sha(loaded, summary, name, trace_sha.get(name), "trace_sha256")
     if "environment.json" in loaded.files:
         _check_sha(loaded, summary, "environment.json", summary.get("environment_sha256"), "environment_sha256")
+    if "score-source.json" in loaded.files:
+        _check_sha(loaded, summary, "score-source.json", summary.get("score_source_sha256"), "score_source_sha256")
 
     # Per-case records of every trial, by workload uuid.
     records: dict[str, list[dict[str, Any]]] = {}
@@ -107,7 +119,12 @@ def parse_bundle(loaded: Loaded) -> VerifiedBundle:
     for index, value in enumerate(summary.array("workloads")):
         row = Row(summary_file.path, f"workloads[{index}]", value)
         uuid = row.string("uuid")
-        median_ms = row.number("latency_ms_median", positive=True)
+        if uuid not in records and not trials:
+            records[uuid] = _observations(row)
+            trace_env = next(
+                (r["evaluation"]["environment"] for r in records[uuid] if r["evaluation"]["environment"]), trace_env
+            )
+        median_ms = row.number("latency_ms_median", positive=True, optional=row.get("passed") is False)
         case_records = records.get(uuid)
         if not case_records:
             raise row.fail(f"workload {uuid} has no trace record in {', '.join(trials)}")
@@ -118,7 +135,7 @@ def parse_bundle(loaded: Loaded) -> VerifiedBundle:
             "index": index,
             "id": uuid,
             "status": status,
-            "latencyNs": {"median": ms_to_ns(median_ms)},
+            "latencyNs": {"median": ms_to_ns(median_ms)} if median_ms is not None else {},
             "trials": len(case_records),
             "correctness": {
                 "maxAbsoluteError": max((c.get("max_absolute_error") or 0) for c in correctness),
@@ -146,6 +163,8 @@ def parse_bundle(loaded: Loaded) -> VerifiedBundle:
     if len(records) != len(results):
         raise summary.fail(f"the trials have {len(records)} workloads but the summary lists {len(results)}")
     status = "passed" if passed and all(case == "passed" for case in cases) else "failed"
+    partial = _partial(summary, [result["id"] for result in results])
+    version = stack if partial is None else f"{stack}, {partial}"
 
     environment = _environment(loaded, trace_env, stack, evaluator, clock_mode)
     protocol = {
@@ -156,7 +175,7 @@ def parse_bundle(loaded: Loaded) -> VerifiedBundle:
             "title": f"SOL-ExecBench local evaluation {stack}",
         },
         "spec": {
-            "harness": {"name": "SOL-ExecBench local evaluation", "version": stack, "revision": evaluator},
+            "harness": {"name": "SOL-ExecBench local evaluation", "version": version, "revision": evaluator},
             "correctness": {
                 "reference": "definition reference implementation",
                 "comparator": "sol_execbench_eval",
@@ -201,8 +220,19 @@ def parse_bundle(loaded: Loaded) -> VerifiedBundle:
         "passed_cases": cases.count("passed"),
         "total_cases": len(cases),
     }
+    if geomean_ms is None:
+        del metrics["latency_ms"]
     if sol_score is not None:
         metrics["sol_score"] = sol_score
+    if partial is not None:
+        # The run's own mean over the workloads it ran; not a problem score.
+        metrics["local_mean_sol_score"] = summary.number("local_mean_sol_score", optional=True)
+        metrics["selected_workloads"] = len(results)
+        metrics["total_workloads"] = summary.integer("total_workloads", minimum=1)
+    below = sum(1 for value in summary.array("workloads") if isinstance(value, dict) and value.get("below_sol_bound"))
+    if below:
+        # Kept as published: faster than T_SOL on a local unlocked clock gives scores above 1.
+        metrics["cases_below_sol_bound"] = below
     run = {
         "apiVersion": canonical.API_VERSION,
         "kind": KINDS["run"],
@@ -212,7 +242,10 @@ def parse_bundle(loaded: Loaded) -> VerifiedBundle:
         },
         "spec": {
             "status": status,
-            "timing": {"latencyNs": {"geomean": ms_to_ns(geomean_ms)}, "primaryStatistic": "geomean"},
+            "timing": {
+                "latencyNs": {"geomean": ms_to_ns(geomean_ms)} if geomean_ms is not None else {},
+                "primaryStatistic": "geomean",
+            },
             "observedAt": iso(recorded),
             "cases": results,
             "sourceNative": {
@@ -231,6 +264,35 @@ def parse_bundle(loaded: Loaded) -> VerifiedBundle:
         "implementation": implementation,
     }
     return make_bundle(docs, cache=DigestCache(), origin=str(loaded.path))
+
+
+def _observations(row: Row) -> list[dict[str, Any]]:
+    """A summary-only folder: the workload's per-trial observations as trace-like records."""
+    out = []
+    for index, value in enumerate(row.array("observations")):
+        obs = Row(row.path, f"{row.where} observations[{index}]", value)
+        out.append(
+            {
+                "workload": {"uuid": row.get("uuid"), "axes": row.get("axes") or {}},
+                "evaluation": {
+                    "status": obs.string("status"),
+                    "environment": obs.obj("environment", optional=True) or {},
+                    "performance": {"latency_ms": obs.number("latency_ms", positive=True, optional=True)},
+                },
+            }
+        )
+    if not out:
+        raise row.fail("workload has no observations and the folder has no trial-N.jsonl")
+    return out
+
+
+def _partial(summary: Row, uuids: list[str]) -> str | None:
+    """'partial: 2 of 16 workloads <digest>' for a run of a workload subset, else None."""
+    if summary.get("complete_problem") is not False:
+        return None
+    total = summary.integer("total_workloads", minimum=1)
+    subset = canonical.sha256_hex(canonical.dumps_str(sorted(uuids)).encode())[:12]
+    return f"partial: {len(uuids)} of {total} workloads {subset}"
 
 
 def _environment(loaded: Loaded, trace_env: dict[str, Any], stack: str, evaluator: str, clocks: str) -> dict[str, Any]:

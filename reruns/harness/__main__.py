@@ -32,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cuda", help="cuda (default) or cpu (development only)")
     p.add_argument("--no-cuda-graph", action="store_true", help="always time with CUDA events")
     p.add_argument("--no-launch-shield", action="store_true")
+    p.add_argument("--no-kernel-timer", action="store_true", help="CUDA-event time only (no profiler pass)")
     p.add_argument("--max-cases", type=int, default=None, help="only the first N cases (development)")
     p.add_argument("--workdir", default=None, help="scratch folder (configs, worker logs)")
     a = p.parse_args(argv)
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=a.seed,
         cuda_graph=not a.no_cuda_graph,
         launch_shield=not a.no_launch_shield,
+        kernel_timer=not a.no_kernel_timer,
         max_cases=a.max_cases,
         workdir=a.workdir,
     )
@@ -73,7 +75,16 @@ def main(argv: list[str] | None = None) -> int:
                 "latency_ms": None if median is None else round(median / 1e6, 6),
                 "trials_ms": trials,
                 "maxOverMin": timing["spread"]["maxOverMin"],
+                "primaryTimer": timing.get("primaryTimer"),
                 "timers": sorted({c["timer"] or "-" for c in spec["cases"]}),
+                "byTimer": {
+                    name: {
+                        "latency_ms": round(t["latencyNs"]["median"] / 1e6, 6),
+                        "trials_ms": [round(v / 1e6, 6) for v in t["trialLatenciesNs"]],
+                        "maxOverMin": t["spread"]["maxOverMin"],
+                    }
+                    for name, t in (timing.get("timers") or {}).items()
+                },
             }
         )
     )

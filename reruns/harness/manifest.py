@@ -32,7 +32,12 @@ DEFAULT_SETTINGS = {
     "inputSeed": 1234,
     "launchShield": True,
     "cudaGraph": True,
+    "kernelTimer": True,
 }
+
+# The two timers, by the key they have in a bundle (timing.timers, cases[].timers).
+KERNEL_TIME = "kernelTime"  # summed GPU activity durations (CUPTI via torch.profiler); primary
+EVENT_TIME = "eventTime"  # CUDA events around a graph replay, or around the direct call
 
 
 def normalize_product(name: str) -> str:
@@ -95,8 +100,27 @@ def _r(value: float | None, digits: int = 3) -> float | None:
 
 def protocol_document(settings: dict | None = None) -> dict:
     s = {**DEFAULT_SETTINGS, **(settings or {})}
+    kernel_timer = bool(s.get("kernelTimer", True))
+    event_time = (
+        "CUDA-event time: CUDA events around one CUDA graph replay of the call where capture "
+        "works and the replay reproduces the checked outputs; otherwise around the direct call "
+        "(recorded per case as cuda_graph or cuda_events). Includes the graph launch and the "
+        "gaps between kernels; around a direct call that waits on the host it also includes "
+        "host latency"
+    )
+    kernel_time = (
+        "kernel time (kernel_time): per iteration, the summed durations of every GPU activity "
+        "the direct call launched (kernels, memcpys, memsets), from the CUPTI activity records "
+        "that torch.profiler (Kineto) collects; an activity belongs to the call when the "
+        "runtime/driver API call that launched it (joined by CUPTI correlation id) ran inside "
+        "the call's record_function range. Same iterations, cold L2 and input restore as the "
+        "event time; the L2 flush and the restore are launched outside the range and are "
+        "never counted. Leaves out launch overhead, gaps between kernels and host latency; "
+        "a range's device_time_total is not used"
+    )
     measurement = {
-        "timer": "cuda_graph_or_events",
+        "timer": "kernel_time" if kernel_timer else "cuda_graph_or_events",
+        "primaryTimer": KERNEL_TIME if kernel_timer else EVENT_TIME,
         "primaryStatistic": "median",
         "aggregation": "geomean of per-case medians",
         "iterations": int(s["iterations"]),
@@ -113,11 +137,13 @@ def protocol_document(settings: dict | None = None) -> dict:
         "spread": "max/min of the per-trial geomeans of per-case medians",
         "clocks": "not locked; brought to a steady state by warmupSeconds of busy GPU work "
         "at the start of every trial process, and read after it",
-        "kernelTime": "CUDA graph replay of one call where capture works and the replay "
-        "reproduces the checked outputs; otherwise CUDA events around the "
-        "direct call (recorded per case as timer)",
+        "timers": {KERNEL_TIME: kernel_time, EVENT_TIME: event_time} if kernel_timer else {EVENT_TIME: event_time},
+        "primaryTimerRule": "kernelTime where every case has a kernel time in every trial; "
+        "otherwise eventTime for the whole run (timing.primaryTimer says which)"
+        if kernel_timer
+        else "eventTime",
         "launchShield": bool(s["launchShield"]),
-        "launchShieldNote": "a GPU spin kernel is queued before the start event so the host "
+        "launchShieldNote": "event time only: a GPU spin kernel is queued before the start event so the host "
         "has enqueued the whole call before the GPU reaches it "
         "(host launch gaps excluded)"
         if s["launchShield"]
@@ -155,8 +181,8 @@ def protocol_document(settings: dict | None = None) -> dict:
         "comparability": {
             "family": "kernelindex_rerun",
             "notes": "Re-measured by KernelIndex on its own GPU with the KernelIndex rerun "
-            "harness. Comparable only within one definition, GPU product and "
-            "harness version; not comparable with source-reported latencies "
+            "harness. Comparable only within one definition, GPU product, "
+            "harness version and timer; not comparable with source-reported latencies "
             "(different GPU, timer and statistic).",
         },
         "ranking": {"metric": "latency", "direction": "ascending"},
@@ -230,6 +256,25 @@ def _case_median(trial_medians: list[float | None]) -> float | None:
     return statistics.median(vals) if vals else None
 
 
+def _complete(values: list[float | None] | None, n_trials: int) -> bool:
+    return len([v for v in values or [] if v]) == n_trials
+
+
+def _timer_summary(results: list[dict], key: str, n_trials: int) -> dict | None:
+    """Run-level figures of one timer: geomean of per-case medians, per trial, spread."""
+    per_case = [c.get(key) or [] for c in results]
+    if not results or not all(_complete(v, n_trials) for v in per_case):
+        return None
+    trials = [geomean([v[t] for v in per_case]) for t in range(n_trials)]
+    ratio = max(trials) / min(trials)
+    return {
+        "latencyNs": {"median": _r(geomean([_case_median(v) for v in per_case]))},
+        "trialLatenciesNs": [_r(v) for v in trials],
+        "spread": {"maxOverMin": round(ratio, 6), "maxOverMinMinusOne": round(ratio - 1, 6)},
+        "casesTimed": len(results),
+    }
+
+
 def run_document(
     *,
     definition_name: str,
@@ -243,22 +288,52 @@ def run_document(
     trial_info: list[dict] | None,
     labels: dict | None,
 ) -> dict:
+    """The run: per case and overall, both timers; latencyNs / trialMediansNs / timer (the
+    fields every reader of a run knows) carry the primary timer's figures."""
     results = sorted(case_results, key=lambda c: int(c["index"]))
     statuses = [c["status"] for c in results]
     all_passed = len(results) == n_cases and all(s == st.PASSED for s in statuses)
-    timed = all_passed and all(len([v for v in c.get("trialMediansNs") or [] if v]) == n_trials for c in results)
+    summaries = {}
+    if all_passed:
+        summaries = {
+            KERNEL_TIME: _timer_summary(results, "kernelTrialMediansNs", n_trials),
+            EVENT_TIME: _timer_summary(results, "trialMediansNs", n_trials),
+        }
+        summaries = {k: v for k, v in summaries.items() if v is not None}
+    primary = KERNEL_TIME if KERNEL_TIME in summaries else EVENT_TIME
+    timed = primary in summaries
 
     cases_out = []
     for c in results:
-        median_ns = _case_median(c.get("trialMediansNs") or []) if c["status"] == st.PASSED else None
+        passed = c["status"] == st.PASSED
+        per_timer: dict[str, dict] = {}
+        for name, key, timer in (
+            (KERNEL_TIME, "kernelTrialMediansNs", "kernel_time"),
+            (EVENT_TIME, "trialMediansNs", c.get("timer")),
+        ):
+            medians = c.get(key) or []
+            median_ns = _case_median(medians) if passed else None
+            if median_ns is None and name == KERNEL_TIME:
+                continue
+            per_timer[name] = {
+                "timer": timer,
+                # no latency for a case that did not pass (never null: importers want numbers)
+                "latencyNs": {} if median_ns is None else {"median": _r(median_ns)},
+                "trialMediansNs": [_r(v) for v in medians],
+            }
+        if KERNEL_TIME in per_timer and c.get("kernelActivitiesPerCall") is not None:
+            per_timer[KERNEL_TIME]["activitiesPerCall"] = c["kernelActivitiesPerCall"]
+            if c.get("kernelActivityKinds"):
+                per_timer[KERNEL_TIME]["activityKinds"] = dict(c["kernelActivityKinds"])
+        shown = per_timer.get(primary) or per_timer[EVENT_TIME]
         entry: dict[str, Any] = {
             "index": int(c["index"]),
             "id": str(c["id"]),
             "status": c["status"],
-            # no latency for a case that did not pass (never null: importers want numbers)
-            "latencyNs": {} if median_ns is None else {"median": _r(median_ns)},
-            "timer": c.get("timer"),
-            "trialMediansNs": [_r(v) for v in c.get("trialMediansNs") or []],
+            "latencyNs": shown["latencyNs"],
+            "timer": shown["timer"],
+            "trialMediansNs": shown["trialMediansNs"],
+            "timers": per_timer,
             "correctness": c.get("correctness")
             or {
                 "maxAbsoluteError": None,
@@ -272,6 +347,8 @@ def run_document(
             entry["trialTimers"] = list(c["timers"])
         if c.get("timerNote"):
             entry["timerNote"] = str(c["timerNote"])[:500]
+        if c.get("kernelTimeNote"):
+            entry["kernelTimeNote"] = str(c["kernelTimeNote"])[:500]
         if c.get("detail"):
             entry["detail"] = str(c["detail"])[:2000]
         cases_out.append(entry)
@@ -281,18 +358,22 @@ def run_document(
     spread: dict[str, Any] = {"maxOverMin": None, "maxOverMinMinusOne": None}
     if timed:
         for t in range(n_trials):
-            trial = {"index": t, "latencyNs": _r(geomean([c["trialMediansNs"][t] for c in results]))}
+            trial: dict[str, Any] = {"index": t, "latencyNs": summaries[primary]["trialLatenciesNs"][t]}
+            for name, summary in summaries.items():
+                trial[f"{name}Ns"] = summary["trialLatenciesNs"][t]
             if trial_info and t < len(trial_info):
                 trial.update({k: v for k, v in trial_info[t].items() if k != "index"})
             trials_out.append(trial)
-        overall = geomean([_case_median(c["trialMediansNs"]) for c in results])
-        per_trial = [tr["latencyNs"] for tr in trials_out]
-        ratio = max(per_trial) / min(per_trial)
-        spread = {"maxOverMin": round(ratio, 6), "maxOverMinMinusOne": round(ratio - 1, 6)}
+        overall = summaries[primary]["latencyNs"]["median"]
+        spread = dict(summaries[primary]["spread"])
     elif trial_info:
         trials_out = [
             {"index": t, **{k: v for k, v in info.items() if k != "index"}} for t, info in enumerate(trial_info)
         ]
+    timers_out = {}
+    for name, timer in ((KERNEL_TIME, "kernel_time"), (EVENT_TIME, "cuda_graph_or_events")):
+        if name in summaries:
+            timers_out[name] = {"timer": timer, **summaries[name]}
 
     spec: dict[str, Any] = {"status": "passed" if all_passed else "failed"}
     if not all_passed:
@@ -301,8 +382,10 @@ def run_document(
     spec["timing"] = {
         "latencyNs": {} if overall is None else {"median": _r(overall)},
         "primaryStatistic": "median",
+        "primaryTimer": primary,
         "trials": trials_out,
         "spread": spread,
+        "timers": timers_out,
     }
     spec["observedAt"] = observed_at
     spec["cases"] = cases_out
@@ -319,6 +402,9 @@ def run_document(
     }
     if overall is not None:
         spec["sourceNative"]["metrics"]["latency_ms"] = round(overall / 1e6, 9)
+    for name, metric in ((KERNEL_TIME, "kernel_time_ms"), (EVENT_TIME, "event_time_ms")):
+        if name in summaries:
+            spec["sourceNative"]["metrics"][metric] = round(summaries[name]["latencyNs"]["median"] / 1e6, 9)
     spec["protocolDigest"] = digests["protocol"]
     spec["workloadDigest"] = digests["workload"]
     spec["environmentDigest"] = digests["environment"]

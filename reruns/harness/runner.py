@@ -174,10 +174,13 @@ def run_trial(
                     pending.remove(idx)
                 current = None
                 deadline = time.monotonic() + case_timeout
+                kernel_ns = msg.get("kernelMedianNs")
                 _log(
                     f"trial {trial}: case {idx} {msg.get('status')} "
                     f"{msg.get('timer') or ''} "
                     f"{'' if msg.get('medianNs') is None else '%.1f us' % (msg['medianNs'] / 1e3)}"
+                    f"{'' if kernel_ns is None else ' kernel_time %.1f us' % (kernel_ns / 1e3)}"
+                    f"{' (' + msg['kernelTimeNote'] + ')' if msg.get('kernelTimeNote') else ''}"
                 )
             elif kind == "retry":
                 idx = int(msg["index"])
@@ -241,8 +244,21 @@ def aggregate_case(index: int, case_id: str, per_trial: list[dict]) -> dict:
         "timer": timer,
         "timers": timers,
         "trialMediansNs": [r.get("medianNs") if r.get("status") == st.PASSED else None for r in per_trial],
+        "kernelTrialMediansNs": [r.get("kernelMedianNs") if r.get("status") == st.PASSED else None for r in per_trial],
         "correctness": correctness,
     }
+    activities = [r["kernelActivitiesPerCall"] for r in per_trial if r.get("kernelActivitiesPerCall") is not None]
+    if activities:
+        out["kernelActivitiesPerCall"] = max(activities)
+    kinds: dict[str, int] = {}
+    for r in per_trial:
+        for k, v in (r.get("kernelActivityKinds") or {}).items():
+            kinds[k] = max(kinds.get(k, 0), int(v))
+    if kinds:
+        out["kernelActivityKinds"] = dict(sorted(kinds.items()))
+    kernel_notes = [r.get("kernelTimeNote") for r in per_trial if r.get("kernelTimeNote")]
+    if kernel_notes:
+        out["kernelTimeNote"] = kernel_notes[0]
     if status != st.PASSED and worst.get("detail"):
         out["detail"] = worst["detail"]
     notes = [r.get("timerNote") for r in per_trial if r.get("timerNote")]
@@ -280,6 +296,7 @@ def run_rerun(
     seed: int = 1234,
     cuda_graph: bool = True,
     launch_shield: bool = True,
+    kernel_timer: bool = True,
     l2_flush_bytes: int | None = None,
     max_cases: int | None = None,
     workdir: str | None = None,
@@ -306,6 +323,7 @@ def run_rerun(
         "inputSeed": seed,
         "launchShield": launch_shield,
         "cudaGraph": cuda_graph,
+        "kernelTimer": kernel_timer and device != "cpu",
     }
     if l2_flush_bytes:
         settings["l2FlushBytes"] = l2_flush_bytes
@@ -322,6 +340,7 @@ def run_rerun(
         "seed": seed,
         "cudaGraph": cuda_graph,
         "launchShield": launch_shield,
+        "kernelTimer": settings["kernelTimer"],
         "l2FlushBytes": settings["l2FlushBytes"],
         "workdir": str(tmp),
     }

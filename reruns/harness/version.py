@@ -1,2 +1,2 @@
 HARNESS_NAME = "KernelIndex rerun harness"
-HARNESS_VERSION = "0.1.0"
+HARNESS_VERSION = "0.2.0"

@@ -405,7 +405,52 @@ class CaseRunner:
         }
         if note:
             out["timerNote"] = note
+        if cfg.get("kernelTimer", True):
+            try:
+                out.update(self.measure_kernel_time(invoke, work, restore, warm, iterations))
+            except Exception as exc:  # the case keeps its event time; the run says why
+                out["kernelTimeNote"] = f"kernel time unavailable: {type(exc).__name__}: {str(exc)[:300]}"
         return out
+
+    def measure_kernel_time(self, invoke, work, restore, warm: int, iterations: int) -> dict:
+        """Kernel time: per call, the summed durations of the GPU activities it launched.
+
+        One profiler session over warm + iterations direct calls; before each call (and
+        outside its record_function range) the inputs are restored and L2 is flushed, both
+        synchronised, so neither's activities are attributed to the call. The sum is taken
+        from the activity records themselves (kerneltime.py), never from a range's
+        device_time_total.
+        """
+        import tempfile
+
+        from torch.profiler import ProfilerActivity, profile, record_function
+
+        from .kerneltime import MARKER, activities_per_call, kernel_time_result
+
+        torch, device = self.torch, self.device
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(warm + iterations):
+                _sync(torch, device)
+                restore()
+                self.flusher.flush()
+                _sync(torch, device)
+                with record_function(MARKER):
+                    invoke(work)
+            _sync(torch, device)
+        fd, name = tempfile.mkstemp(suffix=".json", prefix="kerneltime-", dir=self.cfg.get("workdir"))
+        os.close(fd)
+        try:
+            prof.export_chrome_trace(name)
+            trace = json.loads(Path(name).read_text(encoding="utf-8"))
+        finally:
+            try:
+                os.unlink(name)
+            except OSError:
+                pass
+        summary = activities_per_call(trace, MARKER)
+        result = kernel_time_result(summary, warm, iterations)
+        result["kernelTimer"] = "kernel_time"
+        return result
 
     def _capture(self, invoke, work, restore, check):
         torch, device = self.torch, self.device

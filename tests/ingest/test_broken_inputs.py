@@ -95,12 +95,6 @@ CASES: list[tuple[str, str, Any, list[str]]] = [
         ["rankings[5] (submission 20171)", "missing field 'sol_score'"],
     ),
     (
-        "latency identity",
-        "board.json",
-        edit_board(set_row(4, avg_speedup=1.05)),
-        ["rankings[4] (submission 19716)", "latency_ms × avg_speedup", "Scoring Baseline latency is 0.025856"],
-    ),
-    (
         "fast_1_count > total",
         "board.json",
         edit_board(set_row(2, fast_1_count=17)),

@@ -298,10 +298,12 @@ def test_gpu_rerun_times_with_graph_or_events(tiny, tmp_path):
     b = _rerun(tiny, "reference", device="cuda", trials=3, iterations=10, warmup_iterations=2)
     s = b["run"]["spec"]
     assert s["status"] == "passed"
-    assert all(c["timer"] == "cuda_graph" for c in s["cases"])
     hw = b["environment"]["spec"]["hardware"]
     assert hw["product"].startswith("NVIDIA ") and hw["architecture"].startswith("sm_")
     assert len(s["timing"]["trials"]) == 3 and s["timing"]["spread"]["maxOverMin"] >= 1.0
+    assert s["timing"]["primaryTimer"] == "kernelTime"
+    assert all(c["timer"] == "kernel_time" for c in s["cases"])
+    assert all(c["timers"]["eventTime"]["timer"] == "cuda_graph" for c in s["cases"])
 
 
 @needs_cuda
@@ -317,4 +319,4 @@ def test_gpu_capture_failure_falls_back_to_events(tiny, tmp_path):
     b = _rerun(tiny, sol, device="cuda", trials=1, iterations=10, warmup_iterations=2)
     cases = b["run"]["spec"]["cases"]
     assert [c["status"] for c in cases] == [st.PASSED, st.PASSED]
-    assert all(c["timer"] == "cuda_events" and "graph" in c["timerNote"] for c in cases)
+    assert all(c["timers"]["eventTime"]["timer"] == "cuda_events" and "graph" in c["timerNote"] for c in cases)

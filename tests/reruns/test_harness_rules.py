@@ -193,7 +193,7 @@ def test_bundle_shape():
         assert doc["metadata"]["name"] and doc["metadata"]["title"]
     p = b["protocol"]["spec"]
     assert p["harness"]["name"] == "KernelIndex rerun harness"
-    assert p["measurement"]["timer"] == "cuda_graph_or_events"
+    assert p["measurement"]["timer"] == "kernel_time" and p["measurement"]["primaryTimer"] == "kernelTime"
     assert p["measurement"]["primaryStatistic"] == "median"
     assert p["measurement"]["iterations"] == 50 and p["measurement"]["coldL2"] is True
     assert p["correctness"]["comparator"] == "kernelindex_allclose"
@@ -216,6 +216,8 @@ def test_bundle_shape():
         s["sourceNative"]["externalId"]
         == "rerun/062_kv_cache_update_with_rope_backward/reference/H200/20261130T155107Z"
     )
+    # _results() gives no kernel times: the run falls back to CUDA-event time as its primary
+    assert s["timing"]["primaryTimer"] == "eventTime"
     assert s["cases"][1]["timer"] == "cuda_events"
     json.dumps(b, allow_nan=False)
 
@@ -321,7 +323,7 @@ def test_committed_rerun_bundles_verify(path):
     assert b["protocol"]["spec"]["measurement"]["trials"] >= 3
     if spec["status"] == "passed":
         assert len(spec["timing"]["trials"]) >= 3
-        assert all(c["timer"] in ("cuda_graph", "cuda_events") for c in spec["cases"])
+        assert all(c["timer"] in ("cuda_graph", "cuda_events", "kernel_time") for c in spec["cases"])
 
 
 # ------------------------------------------------------------------ one set of rules with the index

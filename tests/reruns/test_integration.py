@@ -23,7 +23,7 @@ from kernelindex import canonical
 from runs import rerun_bundles
 from runs.manifests import ManifestError, bundle_export, bundle_verify
 from runs.models import Benchmark, ComparisonGroup, EvidenceLevel, Run, RunRevision, RunStatus
-from tests.factories import REPO, import_bundles, reference_bundle
+from tests.factories import FIRST_BATCH_AND_RERUNS, REPO, import_bundles, reference_bundle
 from tests.web.pages import visible_text
 
 DATA = REPO / "data"
@@ -35,16 +35,20 @@ pytestmark = pytest.mark.django_db
 
 
 def import_data(*paths: Path) -> str:
-    """``manage.py import`` exactly as scripts/serve runs it (default: all of data/)."""
+    """``manage.py import`` as scripts/serve runs it (default: the first batch of data/ and the
+    reruns; the corpus adds nothing these tests look at and is imported whole in tests/ingest)."""
     out = StringIO()
-    call_command("import", *[str(p) for p in (paths or (DATA,))], stdout=out)
+    default = (*FIRST_BATCH_AND_RERUNS, DATA / "sol-execbench" / "definitions")  # every rerun's definition
+    call_command("import", *[str(p) for p in (paths or default)], stdout=out)
     return out.getvalue()
 
 
-def reruns_by_revision(native_id: str) -> dict[str, Run]:
-    runs = Run.objects.filter(source__slug="kernelindex", benchmark__native_id=native_id).select_related(
-        "implementation", "benchmark__source", "group"
-    )
+def reruns_by_revision(native_id: str, harness_version: str = "0.1.0") -> dict[str, Run]:
+    """The reruns of one benchmark by one harness version (0.1.0: issue 6's CUDA-event reruns;
+    0.2.0: issue 14's kernel-time reruns), by implementation revision."""
+    runs = Run.objects.filter(
+        source__slug="kernelindex", benchmark__native_id=native_id, protocol__harness_version=harness_version
+    ).select_related("implementation", "benchmark__source", "group")
     return {run.implementation.revision: run for run in runs}
 
 
@@ -58,14 +62,15 @@ def snapshot() -> tuple[int, ...]:
 def test_serve_import_records_every_rerun_as_kernelindex_rerun_on_the_sources_benchmark() -> None:
     import_data()
     runs = list(Run.objects.filter(source__slug="kernelindex").select_related("benchmark__source", "group"))
-    assert len(runs) == len(list(RERUNS.glob("*.json"))) == 6
+    # issue 6's 6 bundles (harness 0.1.0) and issue 14's 18 (harness 0.2.0, *-20261201.json)
+    assert len(runs) == len(list(RERUNS.glob("*.json"))) == 24
     assert {run.evidence_level for run in runs} == {EvidenceLevel.KERNELINDEX_RERUN}
     # No benchmark of KernelIndex's own: each rerun belongs to SOL-ExecBench's benchmark, the
     # row its leaderboard, catalogue and reference bundle use; its source stays KernelIndex.
     assert not Benchmark.objects.filter(source__slug="kernelindex").exists()
     for run in runs:
         assert run.benchmark.source.slug == "sol-execbench"
-        assert run.benchmark.native_id in {K10, K62}
+    assert {run.benchmark.native_id for run in runs} >= {K10, K62}
     sol_10 = Benchmark.objects.get(source__slug="sol-execbench", native_id=K10)
     assert sol_10.title == "Attention value projection with transpose"
     board_run = Run.objects.get(source__slug="sol-execbench", submitter="Reference Implementation")
@@ -78,7 +83,11 @@ def test_serve_import_records_every_rerun_as_kernelindex_rerun_on_the_sources_be
 def test_each_kernel_has_one_kernelindex_h200_group_ranked_by_latency() -> None:
     import_data()
     for native_id, count in ((K10, 3), (K62, 3)):
-        groups = ComparisonGroup.objects.filter(family="kernelindex_rerun", benchmark__native_id=native_id)
+        groups = ComparisonGroup.objects.filter(
+            family="kernelindex_rerun",
+            benchmark__native_id=native_id,
+            harness_version="0.1.0",
+        )
         assert groups.count() == 1
         group = groups.get()
         assert group.source.slug == "kernelindex"
@@ -108,10 +117,20 @@ def test_each_kernel_has_one_kernelindex_h200_group_ranked_by_latency() -> None:
     assert (failed.status, failed.status_detail) == (RunStatus.FAILED, "INCORRECT_NUMERICAL")
     assert failed.rank is None and failed.latency_ns is None
 
+    # Harness 0.2.0 (kernel time primary) is a group of its own: another timer, not comparable.
+    k10 = reruns_by_revision(K10, "0.2.0")
+    assert {rev: run.rank for rev, run in k10.items()} == {"reference": 1}
+    assert round(k10["reference"].latency_ns) == 36337
+    assert k10["reference"].group.harness_label == "KernelIndex rerun harness 0.2.0"
+    k62 = reruns_by_revision(K62, "0.2.0")
+    assert {rev: run.rank for rev, run in k62.items()} == {"torch-compile-eager-numerics": 1, "reference": 2}
+    assert round(k62["reference"].latency_ns) == 179519
+    assert round(k62["torch-compile-eager-numerics"].latency_ns) == 63004
+
 
 def test_reimport_is_unchanged_and_an_exported_rerun_reimports_as_a_rerun(tmp_path: Path) -> None:
     import_data(RERUNS)
-    assert "0 created, 0 updated, 6 unchanged" in import_data(RERUNS)
+    assert f"0 created, 0 updated, {len(list(RERUNS.glob('*.json')))} unchanged" in import_data(RERUNS)
     before = {run.public_id: (run.digest, run.evidence_level, run.rank) for run in Run.objects.all()}
     exported = tmp_path / "reruns.jsonl"
     exported.write_text("".join(canonical.dumps_str(bundle_export(run, full=True)) + "\n" for run in Run.objects.all()))
@@ -207,10 +226,11 @@ def test_the_sol_benchmark_page_shows_kernelindex_h200_boards_beside_the_sources
     assert source_board < own_board
     k10 = reruns_by_revision(K10)
     rows = text[own_board:]
+    # rank, run, latency (a latency-ranked board has no SOL column), submitter, observed
     assert (
-        f"1 of 3 KernelIndex · torch-compile — 39.9 µs 2026-11-30 {k10['torch-compile'].public_id} "
-        f"2 of 3 KernelIndex · scoring-baseline — 40.7 µs 2026-11-30 {k10['scoring-baseline'].public_id} "
-        f"3 of 3 KernelIndex · reference — 40.7 µs 2026-11-30 {k10['reference'].public_id}"
+        f"1 of 3 {k10['torch-compile'].public_id} 39.9 µs KernelIndex · torch-compile 2026-11-30 "
+        f"2 of 3 {k10['scoring-baseline'].public_id} 40.7 µs KernelIndex · scoring-baseline 2026-11-30 "
+        f"3 of 3 {k10['reference'].public_id} 40.7 µs KernelIndex · reference 2026-11-30"
     ) in rows
 
     text = page(client, f"/benchmarks/sol-execbench/{K62}/")
@@ -218,8 +238,8 @@ def test_the_sol_benchmark_page_shows_kernelindex_h200_boards_beside_the_sources
     k62 = reruns_by_revision(K62)
     rows = text[own_board:]
     best = k62["torch-compile-eager-numerics"].public_id
-    assert f"1 of 2 KernelIndex · torch-compile-eager-numerics — 69.6 µs 2026-11-30 {best}" in rows
-    assert f"2 of 2 KernelIndex · reference — 349 µs 2026-11-30 {k62['reference'].public_id}" in rows
+    assert f"1 of 2 {best} 69.6 µs KernelIndex · torch-compile-eager-numerics 2026-11-30" in rows
+    assert f"2 of 2 {k62['reference'].public_id} 349 µs KernelIndex · reference 2026-11-30" in rows
     assert k62["torch-compile"].public_id not in text  # failed: not on the board
     # The ranking page of the group lists the failed run only with ?show=all.
     group = k62["torch-compile"].group
@@ -296,7 +316,10 @@ def test_source_reference_rows_and_reruns_link_to_each_other(client: Any, django
             text = page(client, source_row.get_absolute_url())
         assert (
             "Re-measured by KernelIndex KernelIndex re-measured this implementation on its own GPU under its own "
-            f"harness: Run {rerun.public_id} · KernelIndex · {revision} · NVIDIA H200 · KernelIndex rerun harness "
+            "harness: Run "
+        ) in text
+        assert (
+            f"Run {rerun.public_id} · KernelIndex · {revision} · NVIDIA H200 · KernelIndex rerun harness "
             "0.1.0 · 40.7 µs median · evidence: KernelIndex rerun"
         ) in text
         text = page(client, rerun.get_absolute_url())
@@ -332,8 +355,8 @@ def test_the_rerun_bundles_in_data_are_unchanged_by_the_import() -> None:
 def test_the_kernelindex_source_page_lists_the_benchmarks_it_reran(client: Any) -> None:
     import_data()
     text = page(client, "/sources/kernelindex/")
-    assert (
-        f"Benchmarks (2) benchmark collection native id runs Attention value projection with transpose L1 {K10} "
-        f"27 KV cache update with RoPE backward L1 {K62} 4"
-    ) in text
+    assert "Benchmarks (15) benchmark collection native id runs " in text
+    assert f"Attention value projection with transpose L1 {K10} 28 " in text
+    assert f"KV cache update with RoPE backward L1 {K62} 6 " in text
+    assert "Git vision encoder layer L2 079_git_vision_encoder_layer 1 " in text
     assert "/benchmarks/sol-execbench/" + K62 in client.get("/sources/kernelindex/").content.decode()

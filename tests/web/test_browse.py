@@ -29,10 +29,16 @@ def published(board: ComparisonGroup) -> dict:
     return json.loads(BOARD.read_text())["response"]["data"]
 
 
-def row_cells(body: str) -> list[list[str]]:
-    tbody = body[body.index("<tbody>", body.index('class="ranking"')) : body.index("</tbody>")]
+def row_cells(body: str) -> list[dict[str, str]]:
+    """The ranking table's rows, each cell by its column's header (the columns' order is the
+    page's to choose: on a phone the rank, run and primary measurement come first)."""
+    table = body.index('class="ranking"')
+    thead = body[body.index("<thead>", table) : body.index("</thead>", table)]
+    header = [visible_text(cell) for cell in re.findall(r"<th[^>]*>(.*?)</th>", thead, re.S)]
+    tbody = body[body.index("<tbody>", table) : body.index("</tbody>", table)]
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", tbody, re.S)
-    return [[visible_text(cell) for cell in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)] for row in rows]
+    cells = [[visible_text(cell) for cell in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)] for row in rows]
+    return [dict(zip(header, row, strict=True)) for row in cells]
 
 
 def test_the_ranking_page_shows_the_board_as_published(client, board):
@@ -41,11 +47,11 @@ def test_the_ranking_page_shows_the_board_as_published(client, board):
     rows = row_cells(body)
     expected = published(board)["rankings"]
     # Every published row, in the published order, reference rows in place and unranked.
-    assert [r[1] for r in rows] == [e["username"] for e in expected]
+    assert [r["submitter"] for r in rows] == [e["username"] for e in expected]
     # "Rank N of M": M is the number of ranked rows on the published board (20 of its 23).
     ranked = sum(1 for e in expected if e.get("rank") is not None)
     assert ranked == 20
-    assert [r[0] for r in rows] == [
+    assert [r["rank"] for r in rows] == [
         "reference" if e.get("is_reference") else f"{e['rank']} of {ranked}" for e in expected
     ]
     assert body.count('<tr class="reference">') == 3
@@ -55,7 +61,7 @@ def test_the_ranking_page_shows_the_board_as_published(client, board):
         "A run is eligible to rank when the source marked it passed, it is published (neither hidden nor "
         "retracted), it is not quarantined, it is not a reference row." in text
     )
-    assert '<svg class="chart"' in body and "SOL score by rank" in body
+    assert '<svg class="chart chart-wide"' in body and "SOL score by position in the ranking" in body
     assert "<caption>" in body and 'scope="col"' in body and 'scope="row"' in body
     assert body.count("<h1") == 1
     assert f'href="/api/v1/groups/{board.key}/"' in body
@@ -67,14 +73,14 @@ def test_the_ranking_sorts_by_link_and_shows_ineligible_runs_greyed_out(client, 
     Run.objects.filter(pk=first.pk).update(quarantined=True, public_reason="Under review.")
     call_command("import", str(BOARD), verbosity=0)  # any import recomputes the ranks of the group
     body = client.get(f"/groups/{board.key}/").content.decode()
-    assert first.submitter not in [r[1] for r in row_cells(body)]
+    assert first.submitter not in [r["submitter"] for r in row_cells(body)]
     assert 'href="?show=all"' in body
     everything = client.get(f"/groups/{board.key}/?show=all").content.decode()
-    greyed = [r for r in row_cells(everything) if r[1] == first.submitter]
-    assert greyed and "quarantined" in greyed[0][0]
+    greyed = [r for r in row_cells(everything) if r["submitter"] == first.submitter]
+    assert greyed and "quarantined" in greyed[0]["rank"]
     assert '<tr class="ineligible">' in everything
     by_latency = row_cells(client.get(f"/groups/{board.key}/?sort=latency").content.decode())
-    latencies = [float(r[4].split()[0]) for r in by_latency if r[4] != "—"]
+    latencies = [float(r["latency"].split()[0]) for r in by_latency if r["latency"] != "—"]
     assert latencies == sorted(latencies)
     reversed_ = client.get(f"/groups/{board.key}/?sort=latency").content.decode()
     assert 'href="?sort=-latency"' in reversed_

@@ -14,6 +14,7 @@ import pytest
 
 from tests.web.conftest import ARTIFACTS
 from tests.web.test_browser import A11Y_CHECK, browser  # noqa: F401 - the shared chromium fixture
+from tests.web.test_charts_browser import axe_source
 
 pytestmark = pytest.mark.browser
 
@@ -30,10 +31,12 @@ def test_a_visitor_finds_a_benchmark_across_gpus_and_a_gpus_best_runs(browser, s
     )
     page = context.new_page()
     step = 0
+    visited: list[tuple[str, str]] = []
 
     def arrived(name: str) -> None:
         nonlocal step
         step += 1
+        visited.append((name, page.url))
         page.screenshot(path=str(ARTIFACTS / f"browse-{width}px-{step:02d}-{name}.png"), full_page=True)
         page.screenshot(path=str(ARTIFACTS / f"browse-{width}px-{step:02d}-{name}-first-screen.png"))
         # JavaScript is off for the page; Playwright's own evaluation still measures it.
@@ -51,7 +54,7 @@ def test_a_visitor_finds_a_benchmark_across_gpus_and_a_gpus_best_runs(browser, s
     page.locator("form.filters").get_by_label("GPU").select_option(label="NVIDIA H100 80GB HBM3")
     page.get_by_role("button", name="Apply").click()
     assert "gpu=h100-80gb-hbm3" in page.url
-    expect(page.locator("table.index caption")).to_have_text("Benchmarks (250)")
+    expect(page.locator("table.index caption")).to_contain_text("Benchmarks (")
     arrived("benchmarks-h100")
 
     page.locator("form.filters").get_by_label("level or collection").select_option("level1")
@@ -65,16 +68,21 @@ def test_a_visitor_finds_a_benchmark_across_gpus_and_a_gpus_best_runs(browser, s
     expect(page.locator("h1")).to_contain_text("across GPUs")
     expect(page.locator("main")).to_contain_text("Not one ranking.")
     expect(page.locator("table.matrix")).to_contain_text("eager PyTorch baseline")
-    expect(page.locator("table.matrix")).to_contain_text("only run in its group")
+    columns = page.locator("table.matrix thead th").count() - 1
+    assert columns >= 1
     arrived("cross-gpu")
     matrix_url = page.url
 
     page.locator("table.matrix tbody td a").first.click()
     expect(page.locator("h1")).to_contain_text("Run ")
-    expect(page.locator("main")).to_contain_text("The only ranked run in its comparison group")
+    expect(page.locator("main")).to_contain_text("in its comparison group")
     arrived("run")
 
-    page.goto(page.url + "compare/")
+    leader = page.get_by_role("link", name="Compare with #")
+    if leader.count():
+        leader.first.click()
+    else:  # the only run of its group: the compare page says there is none to compare with
+        page.goto(page.url + "compare/")
     expect(page.locator("h1")).to_contain_text("Compare run")
     arrived("compare")
 
@@ -83,7 +91,8 @@ def test_a_visitor_finds_a_benchmark_across_gpus_and_a_gpus_best_runs(browser, s
         page.locator(".downloads").get_by_role("link", name="CSV").click()
     rows = list(csv.DictReader(io.StringIO(open(fetched.value.path(), encoding="utf-8").read())))
     assert fetched.value.suggested_filename == "cross-gpu.csv"
-    assert len(rows) == 1 and rows[0]["benchmark"] == KB and rows[0]["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert len(rows) >= columns and {row["benchmark"] for row in rows} == {KB}
+    assert "NVIDIA H100 80GB HBM3" in {row["gpu"] for row in rows}
 
     page.get_by_role("navigation", name="Site").get_by_role("link", name="GPUs").click()
     expect(page.locator("h1")).to_have_text("GPUs")
@@ -104,3 +113,23 @@ def test_a_visitor_finds_a_benchmark_across_gpus_and_a_gpus_best_runs(browser, s
         assert page.goto(site_url + url).status == 200
         arrived(name)
     context.close()
+
+    # axe-core needs JavaScript: the same pages again, with it on, for the accessibility check.
+    axe = axe_source()
+    # The site's CSP forbids inline scripts; the test's own injection of axe bypasses it.
+    checked = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
+    page = checked.new_page()
+    problems = []
+    for name, url in visited:
+        page.goto(url)
+        page.add_script_tag(content=axe)
+        result = page.evaluate(
+            "async () => (await axe.run(document)).violations.map(v => [v.id, v.impact, v.nodes.length])"
+        )
+        problems += [
+            f"{name}: axe {impact} {rule} on {n} node(s)"
+            for rule, impact, n in result
+            if impact in ("serious", "critical")
+        ]
+    checked.close()
+    assert problems == []

@@ -44,8 +44,9 @@ def pages(runs: list[Run]) -> list[tuple[str, int, int]]:
         (f"/runs/{middle.public_id}/compare/", 2, 200),
         (f"/runs/{middle.public_id}/compare/{runs[-1].public_id}/", 2, 200),
         (f"/runs/{middle.public_id}/cite/", 1, 200),
-        # benchmark, its groups with counts, top runs of every group
-        ("/benchmarks/sol-execbench/062_kv_cache_update_with_rope_backward/", 3, 200),
+        # benchmark, its groups with counts, top runs of every group, the metric values of all
+        # their runs (values only, for the best-over-time and distribution charts)
+        ("/benchmarks/sol-execbench/062_kv_cache_update_with_rope_backward/", 4, 200),
         # sources, most-run benchmarks, latest runs
         ("/", 3, 200),
         # source, benchmark count, benchmark page, latest runs

@@ -1,0 +1,115 @@
+"""The SVG that every chart is drawn with: one drawing per layout width, text sized for it.
+
+Why two widths: a chart is an ``<svg viewBox>`` that scales with its box, and its text scales
+too. One 640-unit drawing shown at 343 px (a 375 px phone) would write 12-unit labels at 6.4 px.
+So each chart is drawn twice, 640 units wide for desktop and 340 for phones, and site.css shows
+the one whose width matches the screen (``.chart-wide`` / ``.chart-narrow``); either is shown at
+a scale of about 1 or more, so 12-unit text is never under 11 CSS px. No JavaScript, no inline
+style: classes are styled from site.css, geometry uses presentation attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+WIDE, NARROW = 640, 340
+FONT = 12  # user units; shown at ≥ 11 CSS px in both layouts (see site.css, svg.chart)
+CHAR = 6.9  # average advance of a 12-unit system-ui character, for fitting labels
+
+
+def fit(text: str, room: float) -> str:
+    """``text`` cut with an ellipsis so it fits ``room`` user units at FONT size."""
+    most = max(4, int(room / CHAR))
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def attr(value: float) -> str:
+    return f"{value:.1f}".rstrip("0").rstrip(".")
+
+
+@dataclass
+class Drawing:
+    """SVG elements of one layout, appended in paint order."""
+
+    width: int
+    parts: list[str] = field(default_factory=list)
+
+    def text(self, x: float, y: float, content: str, cls: str = "tick", anchor: str = "start") -> None:
+        self.parts.append(
+            f'<text class="{cls}" x="{attr(x)}" y="{attr(y)}" text-anchor="{anchor}">{escape(content)}</text>'
+        )
+
+    def line(self, x1: float, y1: float, x2: float, y2: float, cls: str) -> None:
+        self.parts.append(f'<line class="{cls}" x1="{attr(x1)}" y1="{attr(y1)}" x2="{attr(x2)}" y2="{attr(y2)}"/>')
+
+    def path(self, points: Sequence[tuple[float, float]], cls: str) -> None:
+        if len(points) < 2:
+            return
+        d = "M" + " L".join(f"{attr(x)} {attr(y)}" for x, y in points)
+        self.parts.append(f'<path class="{cls}" d="{d}"/>')
+
+    def rect(self, x: float, y: float, w: float, h: float, cls: str, tip: str = "") -> None:
+        inner = f"<title>{escape(tip)}</title>" if tip else ""
+        self.parts.append(
+            f'<rect class="{cls}" x="{attr(x)}" y="{attr(y)}" width="{attr(max(w, 0.0))}" height="{attr(h)}">'
+            f"{inner}</rect>"
+        )
+
+    def mark(self, x: float, y: float, shape: str, cls: str, tip: str = "") -> None:
+        """A marker whose shape, not only its colour, tells the series apart."""
+        inner = f"<title>{escape(tip)}</title>" if tip else ""
+        if shape == "square":
+            at = f'x="{attr(x - 4)}" y="{attr(y - 4)}"'
+            self.parts.append(f'<rect class="{cls}" {at} width="8" height="8">{inner}</rect>')
+        elif shape == "diamond":
+            corners = ((x, y - 5.5), (x + 5.5, y), (x, y + 5.5), (x - 5.5, y))
+            pts = " ".join(f"{attr(a)},{attr(b)}" for a, b in corners)
+            self.parts.append(f'<polygon class="{cls}" points="{pts}">{inner}</polygon>')
+        elif shape == "tick":
+            self.parts.append(
+                f'<rect class="{cls}" x="{attr(x - 1.5)}" y="{attr(y - 7)}" width="3" height="14">{inner}</rect>'
+            )
+        else:
+            self.parts.append(f'<circle class="{cls}" cx="{attr(x)}" cy="{attr(y)}" r="4.5">{inner}</circle>')
+
+
+def svg(drawing: Drawing, height: float, *, key: str, title: str, desc: str, layout: str) -> str:
+    ident = f"chart-{key}-{layout}"
+    return (
+        f'<svg class="chart chart-{layout}" viewBox="0 0 {drawing.width} {attr(height)}" '
+        f'width="{drawing.width}" height="{attr(height)}" role="img" '
+        f'aria-labelledby="{ident}-t {ident}-d" preserveAspectRatio="xMinYMin meet" font-size="{FONT}">'
+        f'<title id="{ident}-t">{escape(title)}</title><desc id="{ident}-d">{escape(desc)}</desc>'
+        + "".join(drawing.parts)
+        + "</svg>"
+    )
+
+
+def responsive(render: Callable[[int], tuple[Drawing, float]], *, key: str, title: str, desc: str) -> SafeString:
+    """Both layouts of one chart, in one ``div.chart-box``; site.css shows one of them."""
+    wide, wide_h = render(WIDE)
+    narrow, narrow_h = render(NARROW)
+    return mark_safe(
+        '<div class="chart-box">'
+        + svg(wide, wide_h, key=key, title=title, desc=desc, layout="wide")
+        + svg(narrow, narrow_h, key=key, title=title, desc=desc, layout="narrow")
+        + "</div>"
+    )
+
+
+def data_table(caption: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A visually hidden table with the chart's numbers: its text alternative for screen readers."""
+    head = "".join(f'<th scope="col">{escape(h)}</th>' for h in header)
+    body = "".join(
+        "<tr>" + f'<th scope="row">{escape(row[0])}</th>' + "".join(f"<td>{escape(c)}</td>" for c in row[1:]) + "</tr>"
+        for row in rows
+    )
+    # The wrapper hides it: a table box ignores width and overflow, so it could widen the page.
+    return (
+        f'<div class="visually-hidden"><table><caption>{escape(caption)}</caption>'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+    )
