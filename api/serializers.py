@@ -13,6 +13,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from api.models import RerunTarget
 from attestations.forms import STATISTICS
 from attestations.models import UNIT_NS, AttestationKind, ReportCategory
 from kernelindex.gpus import architecture_for
@@ -445,3 +446,69 @@ class ApiRootSerializer(serializers.Serializer):
     endpoints = serializers.DictField(child=serializers.URLField())
     schema = serializers.URLField()
     docs = serializers.URLField()
+
+
+# -- the rerun queue ---------------------------------------------------------------------------
+
+
+class RerunRequestSerializer(serializers.Serializer):
+    """A rerun request as moderators and workers see it (``RerunRequest.objects.for_listing``)."""
+
+    id = serializers.IntegerField()
+    state = serializers.CharField(help_text="queued, claimed, done or failed.")
+    source = serializers.CharField(source="benchmark.source.slug")
+    benchmark = serializers.CharField(source="benchmark.native_id")
+    target = serializers.CharField(
+        help_text="reference, scoring-baseline, torch-compile(-eager-numerics), run-solution"
+    )
+    run = serializers.CharField(source="target_run.public_id", allow_null=True, default=None)
+    trials = serializers.IntegerField()
+    iterations = serializers.IntegerField()
+    warmupSeconds = serializers.FloatField(source="warmup_seconds")
+    reason = serializers.CharField()
+    requestedBy = serializers.CharField(source="requested_by.username")
+    requestedAt = serializers.DateTimeField(source="requested_at")
+    workerName = serializers.CharField(source="worker_name")
+    claimedAt = serializers.DateTimeField(source="claimed_at", allow_null=True)
+    leaseExpiresAt = serializers.DateTimeField(source="lease_expires_at", allow_null=True)
+    attempts = serializers.IntegerField()
+    maxAttempts = serializers.IntegerField(source="max_attempts")
+    finishedAt = serializers.DateTimeField(source="finished_at", allow_null=True)
+    resultRun = serializers.CharField(source="result_run.public_id", allow_null=True, default=None)
+    failureReason = serializers.CharField(source="failure_reason")
+
+
+class RerunRequestInputSerializer(serializers.Serializer):
+    source = serializers.CharField(required=False, default="sol-execbench")
+    benchmark = serializers.CharField(required=False, help_text="Native id; optional when `run` is given.")
+    target = serializers.ChoiceField(choices=RerunTarget.values)
+    run = serializers.CharField(required=False, help_text="Public id of the run whose published solution to rerun.")
+    reason = serializers.CharField(required=False)
+    trials = serializers.IntegerField(required=False, min_value=1, max_value=10)
+    iterations = serializers.IntegerField(required=False, min_value=1, max_value=1000)
+    warmupSeconds = serializers.FloatField(required=False, min_value=0, max_value=60)
+
+
+class RerunClaimInputSerializer(serializers.Serializer):
+    worker = serializers.CharField(required=False, max_length=100, help_text="The worker's name (default: token's).")
+
+
+class RerunWorkSerializer(serializers.Serializer):
+    """What a worker needs to run a claimed request without the index's files."""
+
+    id = serializers.IntegerField()
+    benchmark = serializers.DictField()
+    target = serializers.CharField()
+    targetRun = serializers.CharField(allow_null=True)
+    expectedRevision = serializers.CharField()
+    definition = serializers.DictField(help_text="{folder, files: {definition.json, workload.jsonl}} as published.")
+    solution = serializers.DictField(help_text="{kind: builtin, spec} | {kind: baseline, kernel} | {kind: file, file}")
+    settings = serializers.DictField()
+    attempt = serializers.IntegerField()
+    leaseExpiresAt = serializers.DateTimeField()
+
+
+class RerunFinishInputSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(choices=["done", "failed"])
+    run = serializers.CharField(required=False, help_text="Public id of the run the worker recorded.")
+    reason = serializers.CharField(required=False, help_text="Why it failed (state failed).")

@@ -20,7 +20,7 @@ from ingest.engine import import_bundles
 from kernelindex import canonical
 from runs import identity as run_identity_rules
 from runs.manifests import ManifestError, VerifiedBundle, bundle_verify
-from runs.models import EvidenceLevel, Run, RunRevision
+from runs.models import Benchmark, EvidenceLevel, Run, RunRevision
 
 RERUN_FAMILY = "kernelindex_rerun"
 
@@ -141,6 +141,7 @@ def manifest_submit(*, bundle: Any, token: ApiToken) -> Submission:
     # date, provenance, source rank): drop them before the import sees them.
     verified = VerifiedBundle(docs=verified.docs, digests=verified.digests, declared=verified.declared)
     evidence = _evidence_level(verified, token)
+    _check_benchmark(verified)
     identity = run_identity_rules.run_identity(verified)
     identity_json = canonical.dumps_str(identity)
     for attempt in range(2):
@@ -165,6 +166,21 @@ def manifest_submit(*, bundle: Any, token: ApiToken) -> Submission:
     outcome = "created" if result.created else "updated" if result.updated else "unchanged"
     run = Run.objects.for_listing().get(public_id=result.run_ids[0])
     return Submission(outcome=outcome, run=run)
+
+
+def _check_benchmark(bundle: VerifiedBundle) -> None:
+    """A submission creates benchmarks only under its own source: the workload may name another
+    source's benchmark (a rerun of a SOL-ExecBench definition) only when the catalogue holds it."""
+    slug, native_id = run_identity_rules.benchmark_target(bundle)
+    own = bundle.run_spec["sourceNative"]["source"]
+    if slug == own or Benchmark.objects.filter(source__slug=slug, native_id=native_id).exists():
+        return
+    raise SubmissionRefused(
+        "benchmark_not_in_catalogue",
+        f"The workload names benchmark {native_id!r} of {slug!r}, which is not in its catalogue; a submission "
+        f"adds benchmarks only under its own source {own!r}.",
+        field="workload.spec.benchmark.source",
+    )
 
 
 def _check_owner(run: Run, token: ApiToken, evidence: str) -> None:

@@ -4,7 +4,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from api import views
+from api import rerun_views, views
 from api.exceptions import not_found
 
 app_name = "api"
@@ -23,6 +23,9 @@ router.register("attestations", views.AttestationViewSet, basename="attestation"
 v1 = [
     path("", views.ApiRootView.as_view(), name="root"),
     path("manifests/", views.ManifestView.as_view(), name="manifests"),
+    path("reruns/", rerun_views.RerunRequestView.as_view(), name="reruns"),
+    path("reruns/claim/", rerun_views.RerunClaimView.as_view(), name="rerun-claim"),
+    path("reruns/<str:id>/finish/", rerun_views.RerunFinishView.as_view(), name="rerun-finish"),
     path("runs/<str:id>/attestations/", views.AttestationCreateView.as_view(), name="run-attestations"),
     path("runs/<str:id>/reports/", views.ReportCreateView.as_view(), name="run-reports"),
     *router.urls,

@@ -364,7 +364,8 @@ class ProtocolViewSet(DocumentViewSet):
 
 @_document_schema("Environment", serializers.EnvironmentDetailSerializer)
 class EnvironmentViewSet(DocumentViewSet):
-    queryset = Environment.objects.all()
+    # Only environments a visible run uses: hidden and retracted runs' documents stay hidden.
+    queryset = Environment.objects.public()
     serializer_class = serializers.EnvironmentSerializer
     detail_serializer_class = serializers.EnvironmentDetailSerializer
     filterset_class = filters.EnvironmentFilter
@@ -380,7 +381,8 @@ class WorkloadViewSet(DocumentViewSet):
 
 @_document_schema("Implementation", serializers.ImplementationDetailSerializer)
 class ImplementationViewSet(DocumentViewSet):
-    queryset = Implementation.objects.select_related("project")
+    # Only implementations a visible run uses: hidden and retracted runs' documents stay hidden.
+    queryset = Implementation.objects.public().select_related("project")
     serializer_class = serializers.ImplementationSerializer
     detail_serializer_class = serializers.ImplementationDetailSerializer
     filterset_class = filters.ImplementationFilter
@@ -407,7 +409,10 @@ class AttestationViewSet(ApiMixin, mixins.ListModelMixin, viewsets.GenericViewSe
 # -- writes ------------------------------------------------------------------------------------
 
 
-_ROLE_PATH = re.compile(r"\b(run|protocol|environment|workload|implementation) (?:document )?(spec(?:\.[\w]+)+)")
+_ROLE_PATH = re.compile(
+    r"\b(run|protocol|environment|workload|implementation) (?:document )?"
+    r"((?:spec|metadata)(?:\.[\w]+|\[\d+\])+(?:\.dev/[\w-]+)?)"
+)
 _DIGEST_MISMATCH = re.compile(r"digest mismatch for the (\w+) document")
 _CANONICAL_PATH = re.compile(r"\$\.([\w.\[\]]+)")
 

@@ -17,6 +17,7 @@ from django import forms
 from django.core.validators import URLValidator
 
 from attestations.models import UNIT_NS, AttestationKind, ReportCategory
+from kernelindex import links
 from runs.models import Run
 
 HONEYPOT = "website"
@@ -35,15 +36,32 @@ UNITS = [(unit, unit) for unit in UNIT_NS]
 UNIT_ALIASES = {"us": "µs", "μs": "µs", "usec": "µs", "nsec": "ns", "msec": "ms"}
 
 
+def validate_http_url(value: str) -> None:
+    """The project's one URL rule (``kernelindex.links``), as a form validator."""
+    why = links.problem(value, max_length=500)
+    if why is not None:
+        raise forms.ValidationError(f"Enter an http:// or https:// link: this one {why}.", code="not_http")
+
+
 class HttpURLField(forms.URLField):
     """An http(s) URL, nothing else (no javascript:, data:, ftp:)."""
 
-    default_validators = [URLValidator(schemes=["http", "https"])]
+    default_validators = [validate_http_url, URLValidator(schemes=["http", "https"])]
+    default_error_messages = {"invalid": "Enter a valid http:// or https:// link."}
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("assume_scheme", "https")
         kwargs.setdefault("max_length", 500)
         super().__init__(**kwargs)
+
+    def to_python(self, value: Any) -> str:
+        # "example.org/logs" means https://example.org/logs, but a protocol-relative "//host/…"
+        # is refused like every other URL without an http(s) scheme.
+        if isinstance(value, str) and value.strip().startswith("//"):
+            raise forms.ValidationError(
+                "Enter an http:// or https:// link: this one has no scheme (it starts with //).", code="not_http"
+            )
+        return super().to_python(value)
 
 
 class UnitField(forms.ChoiceField):

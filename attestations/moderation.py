@@ -46,6 +46,11 @@ class ModerationAction(StrEnum):
     QUARANTINE_PROPOSAL_DISMISS = "quarantine_proposal_dismiss"
     API_TOKEN_ISSUED = "api_token.issued"
     API_TOKEN_REVOKED = "api_token.revoked"
+    RERUN_REQUESTED = "rerun_request.requested"
+    RERUN_CLAIMED = "rerun_request.claimed"
+    RERUN_LEASE_EXPIRED = "rerun_request.lease_expired"
+    RERUN_DONE = "rerun_request.done"
+    RERUN_FAILED = "rerun_request.failed"
 
 
 # Report categories that count towards proposing a quarantine.

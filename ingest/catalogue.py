@@ -9,8 +9,9 @@ from typing import Any
 from django.db import transaction
 
 from ingest.lookups import Lookups
-from kernelindex import canonical
+from kernelindex import canonical, links
 from runs.identity import humanize_benchmark_name
+from runs.manifests import ManifestError
 from runs.models import Benchmark, Workload
 
 
@@ -134,6 +135,9 @@ def import_benchmarks(facts: Iterable[BenchmarkFacts]) -> CatalogueResult:
     lookups = Lookups()
     for (slug, native_id), items in grouped.items():
         item = _merge_facts(items)
+        why = links.native_id_problem(native_id)
+        if why is not None:
+            raise ManifestError(f"{item.origin}: benchmark native id {why}")
         source = lookups.source(slug, item.origin)
         benchmark = Benchmark.objects.select_related("workload").filter(source=source, native_id=native_id).first()
         created = benchmark is None

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from ingest.lookups import Lookups
 from ingest.records import A_DATA_QUALITY
@@ -16,15 +14,18 @@ from kernelindex import canonical
 from kernelindex.gpus import architecture_for, normalise_product
 from runs.identity import benchmark_target, evidence_level_for
 from runs.manifests import (
-    A_PROVENANCE_URL,
     A_PUBLIC_REASON,
     A_PUBLISHED,
     A_QUARANTINED,
     A_RETRIEVED_AT,
     A_SOURCE_RANK,
     A_VISIBILITY,
+    INT_MAX,
+    INT_MIN,
     ManifestError,
     VerifiedBundle,
+    check_provenance_url,
+    parse_timestamp,
 )
 from runs.models import Environment, Implementation, Protocol, RunStatus, Visibility, Workload
 
@@ -34,20 +35,6 @@ _STATUS_MAP = {
     "error": RunStatus.ERROR,
     "unknown": RunStatus.UNKNOWN,
 }
-
-
-def parse_timestamp(value: Any, *, where: str) -> datetime | None:
-    """ISO 8601 → aware UTC datetime; a timestamp without a timezone is taken as UTC."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ManifestError(f"{where} must be an ISO 8601 string, not {value!r}")
-    parsed = parse_datetime(value.replace("Z", "+00:00") if value.endswith("Z") else value)
-    if parsed is None:
-        raise ManifestError(f"{where} is not an ISO 8601 timestamp: {value!r}")
-    if timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, timezone.utc)
-    return parsed
 
 
 def _as_float(value: Any) -> float | None:
@@ -197,8 +184,11 @@ class ImportSession(Lookups):
             if self.trust_annotations
             else None
         )
-        provenance = annotations.get(A_PROVENANCE_URL, "")
+        # Every path (importers' snapshots and sidecars, trusted exports) passes here.
+        provenance = check_provenance_url(annotations, origin)
         source_rank = annotations.get(A_SOURCE_RANK)
+        if isinstance(source_rank, int) and not isinstance(source_rank, bool) and not INT_MIN <= source_rank <= INT_MAX:
+            raise ManifestError(f"{origin}: {A_SOURCE_RANK} must be an integer from {INT_MIN} to {INT_MAX}")
         moderation = moderation_from_annotations(annotations, origin) if self.trust_annotations else {}
         return {
             "digest": bundle.digests["run"],
@@ -234,7 +224,7 @@ class ImportSession(Lookups):
             "observed_at": parse_timestamp(spec.get("observedAt"), where=f"{origin}: run spec.observedAt"),
             "published_at_hint": published,
             "moderation_hint": moderation,
-            "provenance_url": str(provenance)[:1000] if isinstance(provenance, str) else "",
+            "provenance_url": provenance,
             "retrieved_at": parse_timestamp(annotations.get(A_RETRIEVED_AT), where=f"{origin}: {A_RETRIEVED_AT}"),
             "data_quality_note": str(annotations.get(A_DATA_QUALITY) or ""),
         }

@@ -22,6 +22,8 @@ import rfc8785
 API_VERSION = "kernelindex.dev/v1alpha1"
 MAX_SAFE_INTEGER = 2**53 - 1
 DIGEST_PREFIX = "sha256:"
+# Deepest nesting of arrays and objects a document may have (real ones have under 10 levels).
+MAX_DEPTH = 64
 
 
 class CanonicalError(ValueError):
@@ -41,8 +43,14 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def check(value: Any, path: str = "$") -> None:
-    """Raise CanonicalError naming the path of the first value JCS cannot carry faithfully."""
+def check(value: Any, path: str = "$", depth: int = 0) -> None:
+    """Raise CanonicalError naming the path of the first value JCS cannot carry faithfully.
+
+    Also refused: lone surrogates (not UTF-8, so no canonical bytes) and nesting deeper than
+    MAX_DEPTH (no document needs it, and every recursive reader of it could overflow the stack).
+    """
+    if depth > MAX_DEPTH:
+        raise CanonicalError(f"{path}: nested too deeply (more than {MAX_DEPTH} levels)")
     if isinstance(value, bool) or value is None:
         return
     if isinstance(value, int):
@@ -56,6 +64,8 @@ def check(value: Any, path: str = "$") -> None:
     if isinstance(value, str):
         if "\x00" in value:
             raise CanonicalError(f"{path}: string contains \\u0000")
+        if not value.isascii() and not _is_utf8(value):
+            raise CanonicalError(f"{path}: string contains a lone surrogate (not UTF-8)")
         return
     if isinstance(value, dict):
         for key, item in value.items():
@@ -63,13 +73,23 @@ def check(value: Any, path: str = "$") -> None:
                 raise CanonicalError(f"{path}: object key {key!r} is not a string")
             if "\x00" in key:
                 raise CanonicalError(f"{path}: object key contains \\u0000")
-            check(item, f"{path}.{key}")
+            if not key.isascii() and not _is_utf8(key):
+                raise CanonicalError(f"{path}: object key {key!r} contains a lone surrogate (not UTF-8)")
+            check(item, f"{path}.{key}", depth + 1)
         return
     if isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            check(item, f"{path}[{index}]")
+            check(item, f"{path}[{index}]", depth + 1)
         return
     raise CanonicalError(f"{path}: {type(value).__name__} is not a JSON value")
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def loads(text: str | bytes) -> Any:
@@ -77,7 +97,10 @@ def loads(text: str | bytes) -> Any:
 
     Raises json.JSONDecodeError for malformed text and CanonicalError for unfaithful values.
     """
-    value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise CanonicalError(f"nested too deeply (more than {MAX_DEPTH} levels)") from None
     check(value)
     return value
 

@@ -1,4 +1,4 @@
-"""Rate limits for anonymous posts, shared by every gunicorn worker through Django's cache.
+"""Rate limits for posts, shared by every gunicorn worker through Django's cache.
 
 Fixed windows per client and scope: at most ``settings.RATE_LIMIT_PER_MINUTE`` posts in a
 clock minute and ``settings.RATE_LIMIT_PER_DAY`` in a UTC day. Counting is ``cache.add(key, 0)``
@@ -9,8 +9,10 @@ Stable API for the forms and the JSON API::
 
     allowed, retry_after = ratelimit.check(request, "submissions")
 
-Signed-in users are not limited here (the API throttles its tokens itself). The web forms and
-the API use the same scope, ``SUBMISSIONS``, so one client has one budget across both.
+Signed-in users are limited too, by account rather than by address (an account is one client
+wherever it posts from, and a shared office address does not lock it out); only staff, who
+moderate what the limits protect, are not. The web forms and the API use the same scope,
+``SUBMISSIONS``, so one client has one budget across both.
 """
 
 from __future__ import annotations
@@ -58,5 +60,7 @@ def check(request: HttpRequest, scope: str = SUBMISSIONS) -> tuple[bool, int]:
     """Count this request against its client's limit: (allowed, retry_after seconds)."""
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
-        return True, 0
+        if user.is_staff:
+            return True, 0
+        return hit(f"user:{user.pk}", scope)
     return hit(client_key(request), scope)

@@ -230,6 +230,10 @@ TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 # Anonymous posting limits, "count/period" with period in seconds.
 RATE_LIMIT_PER_MINUTE = env_int("RATE_LIMIT_PER_MINUTE", 5)
 RATE_LIMIT_PER_DAY = env_int("RATE_LIMIT_PER_DAY", 50)
+# The rerun queue (api.reruns): how long a worker's claim lasts before the request returns to the
+# queue, and the folders holding SOL-ExecBench definitions/ and kernels/ that reruns are made of.
+RERUN_LEASE_SECONDS = env_int("RERUN_LEASE_SECONDS", 3600)
+RERUN_SOURCE_DIRS = env_list("RERUN_SOURCE_DIRS", [str(BASE_DIR / "data" / "sol-execbench")])
 
 # -- HTTPS and headers ---------------------------------------------------------------------------
 # The header a TLS-terminating proxy sets to "https" (e.g. X-Forwarded-Proto), and only when that

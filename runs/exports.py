@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import QuerySet
 
+from kernelindex import spreadsheets
 from runs.models import Run
 
 CHUNK = 2000
@@ -50,15 +51,6 @@ CSV_COLUMNS = [
     ("observedAt", None),
     ("publishedAt", None),
 ]
-# A cell starting with one of these would run as a formula when the CSV is opened in a
-# spreadsheet, so text cells get a leading apostrophe (OWASP "CSV injection").
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def formula_safe(value: Any) -> Any:
-    if isinstance(value, str) and value.startswith(FORMULA_START):
-        return "'" + value
-    return value
 
 
 def _iso(moment: Any) -> str:
@@ -96,13 +88,17 @@ def csv_cell(value: Any) -> Any:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return formula_safe(value)
+    # Text starting like a formula gets a leading apostrophe (kernelindex.spreadsheets, the
+    # one rule every CSV writer of the project follows); numbers stay numbers.
+    return spreadsheets.cell(value)
 
 
 def table_csv_lines(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
     """A header row, then one formula-safe CSV line per row."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    # RFC 4180 line ends: with "\n" alone, csv leaves a cell holding "\r" unquoted, and readers
+    # split the row there.
+    writer = csv.writer(buffer, lineterminator="\r\n")
 
     def flush() -> str:
         text = buffer.getvalue()
@@ -110,7 +106,7 @@ def table_csv_lines(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> It
         buffer.truncate(0)
         return text
 
-    writer.writerow(columns)
+    writer.writerow([csv_cell(column) for column in columns])
     yield flush()
     for row in rows:
         writer.writerow([csv_cell(value) for value in row])

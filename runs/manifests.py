@@ -14,11 +14,14 @@ so exporting them keeps digests intact and makes export → import → export by
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 
-from kernelindex import canonical
+from django.utils.dateparse import parse_datetime
+
+from kernelindex import canonical, links
 
 KINDS = {
     "run": "BenchmarkRun",
@@ -45,6 +48,43 @@ A_SOURCE_RANK = ANNOTATION_PREFIX + "source-rank"
 A_VISIBILITY = ANNOTATION_PREFIX + "visibility"
 A_QUARANTINED = ANNOTATION_PREFIX + "quarantined"
 A_PUBLIC_REASON = ANNOTATION_PREFIX + "public-reason"
+
+
+# Integer columns are 32-bit on PostgreSQL: the application keeps every database to that range.
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+INT_METRICS = ("fast_1_count", "fast_1_total")
+# Spec fields the index reads as objects.
+OBJECT_FIELDS = (
+    ("protocol", "harness"),
+    ("protocol", "measurement"),
+    ("protocol", "comparability"),
+    ("environment", "hardware"),
+    ("environment", "software"),
+    ("workload", "benchmark"),
+)
+# Strings that become columns or a run's identity, and their longest allowed length (the column's).
+STRING_LIMITS = (
+    ("run", "sourceNative.source", 64),
+    ("run", "sourceNative.benchmark", 200),
+    ("run", "sourceNative.externalId", 300),
+    ("run", "sourceNative.submitter", 300),
+    ("run", "status", 20),
+    ("run", "statusDetail", 200),
+    ("run", "timing.primaryStatistic", 50),
+    ("protocol", "harness.name", 200),
+    ("protocol", "harness.version", 100),
+    ("protocol", "comparability.family", 100),
+    ("protocol", "measurement.timer", 100),
+    ("protocol", "measurement.primaryStatistic", 50),
+    ("environment", "hardware.vendor", 100),
+    ("environment", "hardware.product", 200),
+    ("environment", "hardware.architecture", 50),
+    ("workload", "benchmark.source", 64),
+    ("workload", "benchmark.nativeId", 200),
+    ("implementation", "project", 300),
+    ("implementation", "submitter", 300),
+    ("implementation", "revision", 300),
+)
 
 
 class ManifestError(ValueError):
@@ -126,6 +166,15 @@ def _check_run_spec(spec: dict[str, Any], origin: str) -> None:
         )
     observed = spec.get("observedAt")
     _require(observed is None or isinstance(observed, str), origin, "run spec.observedAt must be a string")
+    parse_timestamp(observed, where=f"{origin}: run spec.observedAt" if origin else "run spec.observedAt")
+    metrics = native.get("metrics", {})
+    for key in INT_METRICS:
+        value = metrics.get(key)
+        _require(
+            not isinstance(value, int) or isinstance(value, bool) or INT_MIN <= value <= INT_MAX,
+            origin,
+            f"run spec.sourceNative.metrics.{key} must be an integer from {INT_MIN} to {INT_MAX}, not {value!r}",
+        )
     for role, key in DIGEST_FIELDS.items():
         value = spec.get(key)
         if role in REQUIRED:
@@ -136,6 +185,101 @@ def _check_run_spec(spec: dict[str, Any], origin: str) -> None:
                 origin,
                 f"run spec.{key} must be 'sha256:' followed by 64 hex digits, not {value!r}",
             )
+
+
+# Keys whose string values are links wherever they appear in a document (``spec.artifacts[].url``,
+# a download link…): each must be an http(s) URL (kernelindex.links), or empty.
+_URL_KEY = re.compile(r"^(url|uri|href|link)$|(Url|URL|Uri|URI|Href|_url)$")
+
+
+def _check_urls(value: Any, path: str, origin: str) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}"
+            if isinstance(item, str) and item and _URL_KEY.search(key):
+                try:
+                    links.http_url(item, field=where)
+                except links.UnsafeURL as error:
+                    raise ManifestError(f"{origin}: {error}" if origin else str(error)) from None
+            else:
+                _check_urls(item, where, origin)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_urls(item, f"{path}[{index}]", origin)
+
+
+def check_provenance_url(annotations: dict[str, Any], origin: str) -> str:
+    """The provenance URL annotation ("" when absent); anything but an http(s) URL is refused."""
+    value = annotations.get(A_PROVENANCE_URL, "")
+    if value == "":
+        return ""
+    try:
+        return links.http_url(value, field=f"run metadata.annotations.{A_PROVENANCE_URL}")
+    except links.UnsafeURL as error:
+        raise ManifestError(f"{origin}: {error}" if origin else str(error)) from None
+
+
+def _check_shapes(docs: dict[str, dict[str, Any]], origin: str) -> None:
+    """Objects where the index reads fields from objects; strings no longer than their columns.
+
+    The same limits on every database: SQLite would store a 10 MB externalId that PostgreSQL's
+    index refuses, so a site could not move from one to the other.
+    """
+    for role, key in OBJECT_FIELDS:
+        if role in docs and key in docs[role]["spec"]:
+            value = docs[role]["spec"][key]
+            _require(
+                isinstance(value, dict),
+                origin,
+                f"{role} spec.{key} must be an object, not {type(value).__name__}",
+            )
+    for role, path, limit in STRING_LIMITS:
+        if role not in docs:
+            continue
+        value: Any = docs[role]["spec"]
+        for key in path.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is None:
+            continue
+        _require(isinstance(value, str), origin, f"{role} spec.{path} must be a string, not {type(value).__name__}")
+        _require(
+            len(value) <= limit,
+            origin,
+            f"{role} spec.{path} must be at most {limit} characters long, not {len(value)}",
+        )
+
+
+def _check_native_ids(docs: dict[str, dict[str, Any]], origin: str) -> None:
+    """Benchmark native ids become paths: only the safe set of ``kernelindex.links``."""
+    named = [("run spec.sourceNative.benchmark", docs["run"]["spec"]["sourceNative"]["benchmark"])]
+    target = docs.get("workload", {}).get("spec", {}).get("benchmark")
+    if isinstance(target, dict) and target.get("nativeId") is not None:
+        named.append(("workload spec.benchmark.nativeId", target["nativeId"]))
+    for where, value in named:
+        why = links.native_id_problem(value)
+        _require(why is None, origin, f"{where} {why}")
+
+
+def parse_timestamp(value: Any, *, where: str) -> datetime | None:
+    """ISO 8601 → aware UTC datetime (None for None); a timestamp without a timezone is UTC.
+
+    A date that does not exist (30 February) or that leaves the years 1–9999 once moved to UTC
+    (``0001-01-01T00:00+05:00``) is a ManifestError naming ``where``, never a crash later.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ManifestError(f"{where} must be an ISO 8601 string, not {value!r}")
+    shown = value if len(value) <= 80 else value[:80] + "…"
+    try:
+        parsed = parse_datetime(value[:-1] + "+00:00" if value.endswith("Z") else value)
+        if parsed is not None:
+            return (parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError) as error:
+        raise ManifestError(
+            f"{where} is not a valid timestamp in the years 1–9999 (UTC): {shown!r} ({error})"
+        ) from None
+    raise ManifestError(f"{where} is not an ISO 8601 timestamp: {shown!r}")
 
 
 def bundle_verify(bundle: Any, *, origin: str = "") -> VerifiedBundle:
@@ -171,7 +315,12 @@ def bundle_verify(bundle: Any, *, origin: str = "") -> VerifiedBundle:
         else:
             del metadata["annotations"]
     docs["run"] = {**run, "metadata": metadata} if "metadata" in run else run
+    _check_shapes(docs, origin)
     _check_run_spec(docs["run"]["spec"], origin)
+    _check_native_ids(docs, origin)
+    for role, doc in docs.items():
+        _check_urls(doc["spec"], f"{role} spec", origin)
+    check_provenance_url(annotations, origin)
 
     digests = {role: canonical.digest_of(doc) for role, doc in docs.items()}
     spec = docs["run"]["spec"]

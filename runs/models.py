@@ -20,7 +20,16 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from kernelindex import canonical
+from kernelindex import canonical, links
+
+
+class DocumentQuerySet(models.QuerySet):
+    def public(self) -> DocumentQuerySet:
+        """Documents at least one visible run uses: one used only by hidden or retracted runs is
+        not listed (its project, submitter, revision, GPU stay as hidden as the run). One
+        ``EXISTS`` in the same query, so a list costs what it cost before."""
+        runs = Run.objects.visible().filter(**{self.model._meta.model_name: models.OuterRef("pk")})
+        return self.filter(models.Exists(runs))
 
 
 class DocumentMixin(models.Model):
@@ -31,6 +40,8 @@ class DocumentMixin(models.Model):
     title = models.CharField(max_length=300, blank=True)
     document = models.TextField(help_text="RFC 8785 canonical bytes of the whole document.")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = DocumentQuerySet.as_manager()
 
     class Meta:
         abstract = True
@@ -102,6 +113,10 @@ class Benchmark(models.Model):
         return self.title or self.native_id
 
     def get_absolute_url(self) -> str:
+        # A native id stored before ids were checked may not be a safe path (``../..``): such a
+        # benchmark links to its source rather than to wherever the dots would lead.
+        if links.native_id_problem(self.native_id) is not None:
+            return self.source.get_absolute_url()
         return reverse("runs:benchmark_detail", args=[self.source.slug, self.native_id])
 
 
@@ -135,9 +150,17 @@ class Environment(DocumentMixin):
         return reverse("runs:environment_detail", args=[self.digest])
 
 
+class ProjectQuerySet(models.QuerySet):
+    def public(self) -> ProjectQuerySet:
+        """Projects with at least one visible run (see ``DocumentQuerySet.public``)."""
+        return self.filter(models.Exists(Run.objects.visible().filter(implementation__project=models.OuterRef("pk"))))
+
+
 class Project(models.Model):
     slug = models.SlugField(max_length=200, unique=True)
     name = models.CharField(max_length=300, help_text="Kept whole: names contain '|', '@', spaces.")
+
+    objects = ProjectQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]

@@ -299,9 +299,11 @@ def search(query: str) -> dict[str, list[Any]]:
             .annotate(run_count=Count("pk"))
             .order_by("-run_count", "submitter")[:SEARCH_LIMIT]
         ),
-        "projects": list(Project.objects.filter(name__icontains=query).order_by("name")[:SEARCH_LIMIT]),
+        # Hidden means hidden: projects and GPUs only hidden or retracted runs use are not listed.
+        "projects": list(Project.objects.public().filter(name__icontains=query).order_by("name")[:SEARCH_LIMIT]),
         "environments": list(
-            Environment.objects.filter(Q(product__icontains=query) | Q(architecture__iexact=query))
+            Environment.objects.public()
+            .filter(Q(product__icontains=query) | Q(architecture__iexact=query))
             .annotate(run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)))
             .order_by("product", "-run_count")[:SEARCH_LIMIT]
         ),

@@ -1,6 +1,23 @@
-from django.urls import path, re_path
+from django.urls import path, re_path, register_converter
 
+from kernelindex.links import NATIVE_ID_PATTERN
 from web import browse_views, views
+
+
+class NativeIdConverter:
+    """A benchmark's native id: only the safe set of ``kernelindex.links`` (no dot segments),
+    both when a URL is matched and when one is reversed."""
+
+    regex = NATIVE_ID_PATTERN
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(NativeIdConverter, "native_id")
 
 app_name = "runs"
 
@@ -19,8 +36,8 @@ urlpatterns = [
     path("runs/", browse_views.runs_index, name="run_list"),
     path("benchmarks/", browse_views.benchmarks_index, name="benchmark_list"),
     # Before benchmark_detail: native ids contain "/" (KernelBench "level1/1_Square_matrix…").
-    path("benchmarks/<slug:source>/<path:native_id>/gpus/", browse_views.benchmark_gpus, name="benchmark_gpus"),
-    path("benchmarks/<slug:source>/<path:native_id>/", views.benchmark_detail, name="benchmark_detail"),
+    path("benchmarks/<slug:source>/<native_id:native_id>/gpus/", browse_views.benchmark_gpus, name="benchmark_gpus"),
+    path("benchmarks/<slug:source>/<native_id:native_id>/", views.benchmark_detail, name="benchmark_detail"),
     path("gpus/", browse_views.gpus_index, name="gpu_list"),
     path("gpus/<slug:slug>/", browse_views.gpu_detail, name="gpu_detail"),
     path("sources/", browse_views.sources_index, name="source_list"),

@@ -18,6 +18,7 @@ from django.utils.html import format_html
 
 from attestations import moderation
 from attestations.admin.actions import ObjectActionsMixin, RunModerationActions, reason_action
+from attestations.admin.display import stored_link
 from attestations.admin.log import RunEventInline
 from attestations.selectors import runs_with_moderation
 from kernelindex import canonical
@@ -109,7 +110,7 @@ class RunAdmin(ObjectActionsMixin, RunModerationActions, admin.ModelAdmin):
         ),
         (
             "Provenance",
-            {"fields": ("observed_at", "published_at", "retrieved_at", "provenance_url", "revision", "updated_at")},
+            {"fields": ("observed_at", "published_at", "retrieved_at", "provenance_link", "revision", "updated_at")},
         ),
         (
             "Document",
@@ -128,6 +129,10 @@ class RunAdmin(ObjectActionsMixin, RunModerationActions, admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return [name for fieldset in self.fieldsets for name in fieldset[1]["fields"]]
+
+    @admin.display(description="provenance URL")
+    def provenance_link(self, obj: Run) -> str:
+        return stored_link(obj.provenance_url)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         queryset = runs_with_moderation(super().get_queryset(request))

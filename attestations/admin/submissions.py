@@ -14,6 +14,7 @@ from django.utils.html import format_html
 
 from attestations import moderation
 from attestations.admin.actions import ObjectActionsMixin, RunModerationActions, distinct_runs, reason_action
+from attestations.admin.display import stored_link
 from attestations.admin.log import AttestationEventInline, ReportEventInline
 from attestations.forms import AttestationForm
 from attestations.models import Attestation, AttestationState, IssueReport, ReportState
@@ -107,7 +108,7 @@ class AttestationAdmin(ObjectActionsMixin, ModerationPermissionMixin, admin.Mode
     fieldsets = (
         (None, {"fields": ("reference", "run", "kind", "state", "author_name", "created_at")}),
         ("Reproduction", {"fields": AttestationForm.REPRODUCTION_FIELDS}),
-        ("Text and link", {"fields": ("text", "link")}),
+        ("Text and link", {"fields": ("text", "link_display")}),
         ("Review", {"fields": ("moderation_reason", "reviewed_at", "reviewed_by")}),
         ("Document", {"fields": ("digest", "document_pretty", "client_key")}),
     )
@@ -129,7 +130,7 @@ class AttestationAdmin(ObjectActionsMixin, ModerationPermissionMixin, admin.Mode
         "torch_version",
         "command",
         "text",
-        "link",
+        "link_display",
         "moderation_reason",
         "reviewed_at",
         "reviewed_by",
@@ -139,6 +140,10 @@ class AttestationAdmin(ObjectActionsMixin, ModerationPermissionMixin, admin.Mode
     )
 
     @admin.display(description="run", ordering="run__public_id")
+    @admin.display(description="link")
+    def link_display(self, obj: Attestation) -> str:
+        return stored_link(obj.link)
+
     def run_display(self, obj: Attestation) -> str:
         return run_link(obj.run)
 

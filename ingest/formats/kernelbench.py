@@ -40,7 +40,7 @@ from typing import Any
 from ingest.catalogue import BenchmarkFacts
 from ingest.formats.base import Format, ImportFailure, Loaded, Parsed, load, register, sidecar_for
 from ingest.records import DigestCache, Row, make_bundle, ms_to_ns
-from kernelindex import canonical
+from kernelindex import canonical, links
 from kernelindex.gpus import architecture_for, normalise_product, vendor_for
 from runs.manifests import A_PROVENANCE_URL, KINDS, VerifiedBundle
 
@@ -99,6 +99,10 @@ def read_sidecar(path: Path, *, follow: bool = True) -> dict[str, Any]:
     actual = canonical.sha256_hex(path.read_bytes())
     if declared != actual:
         raise sidecar.fail(f"describes a file with SHA-256 {declared}, but {path.name} has {actual}")
+    url = sidecar.string("url", optional=True) or ""
+    why = links.problem(url) if url else None
+    if why is not None:
+        raise sidecar.fail(f"field 'url' is not an http(s) URL: it {why} (got {url!r})")
     unit = sidecar.string("unit", optional=True) or "ms"
     if unit not in {"ms", "unknown"}:
         raise sidecar.fail(f"field 'unit' must be 'ms' or 'unknown', not {unit!r}")
@@ -114,7 +118,7 @@ def read_sidecar(path: Path, *, follow: bool = True) -> dict[str, Any]:
         "unit": unit,
         "commit": commit,
         "config": sidecar.string("timingConfig", optional=True) or path.parent.name,
-        "url": sidecar.string("url", optional=True) or "",
+        "url": url,
         "implementation": sidecar.string("implementation", optional=True) or "eager PyTorch baseline",
     }
 

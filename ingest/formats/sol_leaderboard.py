@@ -29,6 +29,7 @@ from ingest.formats.sol_common import (
     leaderboard_protocol,
 )
 from ingest.records import A_DATA_QUALITY, DigestCache, Row, iso, make_bundle, ms_to_ns, type_name
+from kernelindex import links
 from runs.manifests import A_PROVENANCE_URL, A_RETRIEVED_AT, A_SOURCE_RANK, KINDS, VerifiedBundle
 
 FORMAT = "sol-leaderboard"
@@ -75,8 +76,9 @@ def parse_bundles(loaded: Loaded, warnings: list[str] | None = None) -> list[Ver
     if "response" in top.value:
         url = top.string("url")
         retrieved = top.timestamp("retrieved_at")
-        if not url.startswith(("https://", "http://")):
-            raise top.fail(f"field 'url' must be an http(s) URL, not {url!r}")
+        why = links.problem(url)
+        if why is not None:
+            raise top.fail(f"field 'url' is not an http(s) URL: it {why} (got {url!r})")
         annotations = {A_PROVENANCE_URL: url, A_RETRIEVED_AT: iso(retrieved)}
         response = Row(path, "response", top.obj("response"))
     else:

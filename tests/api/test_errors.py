@@ -49,6 +49,9 @@ def error_of(response: Any) -> dict[str, Any]:
         ("/api/v1/runs/?observedBefore=2016-12-31T23:59:60Z", 200, None, None),
         ("/api/v1/runs/?limit=", 400, "invalid", "limit"),
         ("/api/v1/runs/?benchmark=99999999999999999999999", 200, None, None),
+        # Issue 10 (found by schemathesis): "³" is a digit to str.isdigit() but not to int().
+        ("/api/v1/runs/?benchmark=%C2%B3", 200, None, None),
+        ("/api/v1/benchmarks/?nativeId=%C2%B3", 200, None, None),
         ("/api/v1/attestations/?kind=rumour", 400, "invalid_choice", "kind"),
     ],
 )

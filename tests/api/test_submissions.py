@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 
 from api.models import ApiToken
 from api.services import api_token_revoke
-from runs.models import Environment, Implementation, Protocol, Run, RunRevision, Workload
+from kernelindex import canonical
+from runs.models import Benchmark, Environment, Implementation, Protocol, Run, RunRevision, Workload
 from tests.api.conftest import auth, rerun_bundle, submitter_bundle
 from tests.factories import import_bundles, reference_bundle
+from tests.ingest.conftest import DEFINITION_10
 
 pytestmark = pytest.mark.django_db
 
@@ -122,6 +126,9 @@ def test_annotations_in_a_bundle_never_raise_the_evidence_level(client: Any, ali
 
 
 def test_a_rerun_token_records_a_rerun_harness_bundle_as_kernelindex_rerun(client: Any, rerun_token: str) -> None:
+    # Issue 10: a submission no longer creates another source's benchmark; the rerun's SOL-ExecBench
+    # definition must be in the catalogue first (test_a_submission_cannot_add_to_a_source_catalogue).
+    call_command("import", str(DEFINITION_10), stdout=open(os.devnull, "w"))  # noqa: SIM115
     response = post(client, rerun_bundle(), rerun_token)
     assert response.status_code == 201, response.json()
     run = Run.objects.get(public_id=response.json()["run"]["id"])
@@ -226,3 +233,32 @@ def test_other_content_types_are_415(client: Any, alice_token: str) -> None:
     )
     assert response.status_code == 415
     assert response.json()["error"]["code"] == "unsupported_media_type"
+
+
+def test_a_submission_cannot_add_to_a_source_catalogue(client: Any, alice_token: str, rerun_token: str) -> None:
+    """Issue 10: naming sol-execbench in the workload used to add a benchmark to its catalogue."""
+    bundle = submitter_bundle()
+    native = bundle["run"]["spec"]["sourceNative"]
+    workload = {
+        "apiVersion": "kernelindex.dev/v1alpha1",
+        "kind": "Workload",
+        "metadata": {"name": "planted"},
+        "spec": {"benchmark": {"source": "sol-execbench", "nativeId": native["benchmark"]}},
+    }
+    bundle["workload"] = workload
+    bundle["run"]["spec"]["workloadDigest"] = canonical.digest_of(workload)
+    before = snapshot(), Benchmark.objects.count()
+    response = post(client, bundle, alice_token)
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "benchmark_not_in_catalogue"
+    assert response.json()["error"]["field"] == "workload.spec.benchmark.source"
+    # Nor a rerun token, for a definition the catalogue does not hold.
+    assert post(client, rerun_bundle(), rerun_token).status_code == 403
+    assert (snapshot(), Benchmark.objects.count()) == before
+    assert not Benchmark.objects.filter(source__slug="sol-execbench").exists()
+    # Under its own source it may name a new benchmark.
+    workload["spec"]["benchmark"]["source"] = "submitted"
+    bundle["run"]["spec"]["workloadDigest"] = canonical.digest_of(workload)
+    response = post(client, bundle, alice_token)
+    assert response.status_code == 201, response.json()
+    assert Benchmark.objects.get().source.slug == "submitted"

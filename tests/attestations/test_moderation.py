@@ -243,8 +243,12 @@ def test_the_moderators_group_has_only_what_moderation_needs(db):
         "view_issuereport",
         "change_issuereport",
         "view_moderationevent",
+        # Moderators request reruns (issue 14): the one thing they add, and they see the queue.
+        "add_rerunrequest",
+        "view_rerunrequest",
     }
-    assert not any(code.startswith(("delete_", "add_")) for code in codenames)
+    assert not any(code.startswith("delete_") for code in codenames)
+    assert [code for code in codenames if code.startswith("add_")] == ["add_rerunrequest"]
 
 
 def test_a_moderator_cannot_delete(mod_client, run, mod):

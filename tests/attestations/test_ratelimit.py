@@ -83,10 +83,17 @@ def test_the_day_limit_holds_across_minutes(settings):
     assert ratelimit.hit("c:x", "s", now=day_start + 86400)[0]  # the next day
 
 
+# Issue 10 changed this on purpose: signed-in users used to bypass the limits (80 of 80 posts
+# accepted); now they are limited per account, and only staff are not.
 @pytest.mark.django_db
-def test_signed_in_users_are_not_limited_here(settings, alice):
-    settings.RATE_LIMIT_PER_MINUTE = 1
-    assert all(ratelimit.check(request(user=alice))[0] for _ in range(5))
+def test_signed_in_users_are_limited_per_account_and_staff_are_not(settings, alice, mod):
+    settings.RATE_LIMIT_PER_MINUTE = 2
+    assert [ratelimit.check(request(user=alice))[0] for _ in range(4)] == [True, True, False, False]
+    # One account wherever it posts from; another client on the same address is not affected.
+    assert not ratelimit.check(request("198.51.100.99", user=alice))[0]
+    assert ratelimit.check(request())[0]
+    assert mod.is_staff
+    assert all(ratelimit.check(request(user=mod))[0] for _ in range(5))
 
 
 @pytest.mark.django_db
@@ -146,7 +153,19 @@ def test_a_forged_x_forwarded_for_does_not_reset_the_limit(client, run, settings
     assert Attestation.objects.count() == 5
 
 
-def test_signed_in_users_post_past_the_anonymous_limit(alice_client, run, settings):
+def test_signed_in_users_are_limited_on_both_forms(alice_client, run, settings):
+    # Issue 10: 80 of 80 posts by a signed-in user used to be accepted.
+    settings.RATE_LIMIT_PER_MINUTE = 5
+    attest = reverse("attestations:attest", args=[run.public_id])
+    report = reverse("attestations:report", args=[run.public_id])
+    statuses = [alice_client.post(attest, note_data()).status_code for _ in range(3)]
+    statuses += [alice_client.post(report, report_data()).status_code for _ in range(3)]
+    statuses += [alice_client.post(attest, note_data()).status_code for _ in range(74)]
+    assert statuses == [302] * 5 + [429] * 75
+    assert Attestation.objects.count() + IssueReport.objects.count() == 5
+
+
+def test_moderators_are_not_limited(mod_client, run, settings):
     settings.RATE_LIMIT_PER_MINUTE = 2
     url = reverse("attestations:attest", args=[run.public_id])
-    assert [alice_client.post(url, note_data()).status_code for _ in range(4)] == [302] * 4
+    assert [mod_client.post(url, note_data()).status_code for _ in range(4)] == [302] * 4

@@ -13,7 +13,7 @@ from typing import Any
 from django import template
 from django.utils import timezone
 
-from kernelindex import canonical
+from kernelindex import canonical, links
 
 register = template.Library()
 
@@ -57,6 +57,17 @@ def latency_parts(ns: Any) -> tuple[str, str] | None:
     if abs(shown) >= 1000 and index + 1 < len(_UNITS):
         unit, scale = _UNITS[index + 1]
     return _significant(number / scale), unit
+
+
+@register.filter
+def http_url(value: Any) -> str:
+    """A stored URL when it is an absolute http(s) URL (``kernelindex.links``), else "".
+
+    Every template that makes a stored URL an ``href`` goes through this, so a ``javascript:``
+    link stored before the import checks existed (or by any path that missed them) is never
+    clickable: ``{% with href=a.url|http_url %}{% if href %}<a href="{{ href }}">…``.
+    """
+    return value if links.is_http_url(value) else ""
 
 
 @register.filter
