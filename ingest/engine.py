@@ -264,11 +264,14 @@ def _insert_pending(session: ImportSession) -> set[int]:
                 eligible=eligible[key],
             )
         )
+    counts: dict[int, int] = {}
     for group_id, rank_rows in by_group.items():
         group = groups[group_id]
         rule = ranking.RankingRule(group.ranking_metric, group.ranking_direction, group.best_per)
         for index, rank in ranking.compute_ranks(rank_rows, rule).items():
             pending[index][0]["rank"] = rank
+            counts[group_id] = counts.get(group_id, 0) + (rank is not None)
+    ranking.store_ranked_counts(list(groups.values()), counts)
     pks = insert_rows(Run, [row for row, _ in pending])
     actor_id = session.actor.pk if session.actor is not None else None
     insert_rows(

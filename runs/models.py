@@ -201,6 +201,9 @@ class ComparisonGroup(models.Model):
     ranking_metric = models.CharField(max_length=50)
     ranking_direction = models.CharField(max_length=4, choices=DIRECTION_CHOICES)
     best_per = models.CharField(max_length=20, choices=BEST_PER_CHOICES)
+    ranked_count = models.PositiveIntegerField(
+        default=0, help_text="Runs holding a rank in the group; written by runs.ranking with the ranks."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -120,7 +120,9 @@ def compute_ranks(rows: Iterable[RankRow], rule: RankingRule) -> dict[int, int |
 def recompute_groups(group_ids: Iterable[int]) -> int:
     """Recompute and store the rank of every run in these groups. Returns rows changed.
 
-    One query loads the groups, one loads their runs, one bulk update writes the changes.
+    One query loads the groups, one loads their runs, one bulk update writes the changes; the
+    groups whose number of ranked runs changed get it stored too (``ranked_count``, the M of
+    "rank N of M"), so no page counts a group's ranked runs per row.
     """
     from runs.models import ComparisonGroup, Run
 
@@ -130,7 +132,7 @@ def recompute_groups(group_ids: Iterable[int]) -> int:
     groups = {
         group.pk: group
         for group in ComparisonGroup.objects.filter(pk__in=group_ids).only(
-            "pk", "ranking_metric", "ranking_direction", "best_per"
+            "pk", "ranking_metric", "ranking_direction", "best_per", "ranked_count"
         )
     }
     by_group: dict[int, list[RankRow]] = defaultdict(list)
@@ -164,14 +166,30 @@ def recompute_groups(group_ids: Iterable[int]) -> int:
             )
         )
     changed: list[tuple[int, int | None]] = []
+    counts: dict[int, int] = {group_id: 0 for group_id in groups}
     for group_id, rows in by_group.items():
         group = groups[group_id]
         rule = RankingRule(group.ranking_metric, group.ranking_direction, group.best_per)
         for pk, rank in compute_ranks(rows, rule).items():
+            if rank is not None:
+                counts[group_id] += 1
             if current[pk] != rank:
                 changed.append((pk, rank))
     _store_ranks(changed)
+    store_ranked_counts(list(groups.values()), counts)
     return len(changed)
+
+
+def store_ranked_counts(groups: Iterable[Any], counts: dict[int, int]) -> None:
+    """Store each group's number of ranked runs (``ranked_count``, the M of "rank N of M")
+    where it changed: one bulk update, none when nothing changed."""
+    from runs.models import ComparisonGroup
+
+    recounted = [group for group in groups if group.ranked_count != counts.get(group.pk, 0)]
+    for group in recounted:
+        group.ranked_count = counts.get(group.pk, 0)
+    if recounted:
+        ComparisonGroup.objects.bulk_update(recounted, ["ranked_count"], batch_size=2000)
 
 
 def _store_ranks(changed: list[tuple[int, int | None]]) -> None:

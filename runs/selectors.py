@@ -131,7 +131,7 @@ def group_rule(group: ComparisonGroup) -> RankingRule:
     return RankingRule(group.ranking_metric, group.ranking_direction, group.best_per)
 
 
-def _metric_order(group: ComparisonGroup, descending: bool) -> list[Any]:
+def metric_order(group: ComparisonGroup, descending: bool) -> list[Any]:
     metric = F(group.ranking_metric)
     return [
         metric.desc(nulls_last=True) if descending else metric.asc(nulls_last=True),
@@ -150,7 +150,7 @@ def ranking_rows(group: ComparisonGroup, *, sort: str = "rank", show_all: bool =
     reverse = sort.startswith("-")
     column = SORTS.get(name)
     if column is None:
-        return rows.order_by(*_metric_order(group, (group.ranking_direction == "desc") != reverse))
+        return rows.order_by(*metric_order(group, (group.ranking_direction == "desc") != reverse))
     order = F(column).desc(nulls_last=True) if reverse else F(column).asc(nulls_last=True)
     return rows.order_by(order, "public_id")
 

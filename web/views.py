@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from datetime import UTC
 from typing import Any
-from urllib.parse import urlencode
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
@@ -20,7 +19,7 @@ from kernelindex import canonical
 from runs import selectors
 from runs.manifests import bundle_export, display_bundle
 from runs.models import Run
-from web import figures, pages
+from web import figures, pages, tables
 
 
 def _tombstone(request: HttpRequest, run: Run) -> HttpResponse:
@@ -96,40 +95,36 @@ def run_json(request: HttpRequest, public_id: str) -> HttpResponse:
     return response
 
 
-def _sort_links(current: str, show_all: bool) -> dict[str, str]:
-    """?sort= link for each column: clicking the current column reverses it."""
-    links = {}
-    for name in selectors.SORTS:
-        value = f"-{name}" if current == name else name
-        params = {"sort": value}
-        if show_all:
-            params["show"] = "all"
-        links[name] = "?" + urlencode(params)
-    return links
-
-
-def _toggle_link(request: HttpRequest, sort: str, show_all: bool) -> str:
-    params = {"sort": sort} if sort != "rank" else {}
-    if not show_all:
-        params["show"] = "all"
-    return "?" + urlencode(params) if params else request.path
-
-
 def group_detail(request: HttpRequest, key: str) -> HttpResponse:
-    """4 queries: the group, the row count, one page of rows, their published flags."""
+    """4 queries: the group, the row count, one page of rows, their published flags.
+    ?format=csv|jsonl: the group and the rows of the view (2)."""
     group = selectors.group_get(key)
-    sort = request.GET.get("sort", "rank")
-    if sort.lstrip("-") not in selectors.SORTS:
-        sort = "rank"
     show_all = request.GET.get("show") == "all"
-    rows = pages.with_public_flags(selectors.ranking_rows(group, sort=sort, show_all=show_all))
-    page = selectors.paginate(rows, request.GET.get("page"))
+
+    def rank_order(descending: bool) -> list[Any]:
+        # By the ranking rule's metric, so reference rows sit in place among the ranks.
+        return selectors.metric_order(group, (group.ranking_direction == "desc") != descending)
+
+    try:
+        table = tables.run_table(
+            request,
+            selectors.ranking_rows(group, show_all=show_all),
+            filters=("evidence",),
+            default_sort="rank",
+            rank_order=rank_order,
+            fixed={"show": "all"} if show_all else {},
+        )
+    except tables.BadQuery as error:
+        return tables.bad_query(request, error)
+    chosen = tables.wants_download(request)
+    if chosen:
+        return tables.download_runs(table.rows, chosen, f"group-{group.key.removeprefix('sha256:')[:16]}")
+    page = selectors.paginate(pages.with_public_flags(table.rows), request.GET.get("page"))
     rows = list(page.object_list)
+    for run in rows:
+        run.group = group  # the group's ranked_count for "rank N of M", already loaded
     rule = selectors.group_rule(group)
     metric_label = "SOL score" if group.ranking_metric == "sol_score" else "latency"
-    params = {"show": "all"} if show_all else {}
-    if sort != "rank":
-        params["sort"] = sort
     return render(
         request,
         "runs/group_detail.html",
@@ -139,11 +134,12 @@ def group_detail(request: HttpRequest, key: str) -> HttpResponse:
             "rows": rows,
             "rule": rule,
             "eligibility": selectors.eligibility_conditions(),
-            "sort": sort,
+            "table": table,
+            "sort": table.sort,
             "show_all": show_all,
-            "sort_links": _sort_links(sort, show_all),
-            "toggle_link": _toggle_link(request, sort, show_all),
-            "page_query": urlencode(params),
+            "sort_links": table.sort_links,
+            "toggle_link": table.link(show="" if show_all else "all"),
+            "page_query": table.page_query,
             "chart": figures.group_chart(group, rows),
             "cols": figures.run_columns(rows),
             "metric_label": metric_label,
@@ -203,8 +199,17 @@ def source_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    """5 queries: the project, its revisions, its runs' latest record changes, the run count and page."""
+    """7 queries: the project, its revisions, its runs' latest record changes, the GPUs and
+    sources (filter options), the run count and page. ?format=csv|jsonl: the project, the
+    filter options and the rows of the view."""
     project = selectors.project_get(slug)
+    try:
+        table = tables.run_table(request, selectors.project_runs(project))
+    except tables.BadQuery as error:
+        return tables.bad_query(request, error)
+    chosen = tables.wants_download(request)
+    if chosen:
+        return tables.download_runs(table.rows, chosen, f"project-{project.slug}")
     return render(
         request,
         "runs/project_detail.html",
@@ -212,35 +217,56 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "project": project,
             "revisions": selectors.project_revisions(project),
             "history": pages.project_history(project),
-            "page": selectors.paginate(selectors.project_runs(project), request.GET.get("page")),
+            "table": table,
+            "page": selectors.paginate(table.rows, request.GET.get("page")),
         },
     )
 
 
 def environment_detail(request: HttpRequest, digest: str) -> HttpResponse:
-    """3 queries: the environment, the run count and page."""
+    """4 queries: the environment, the sources (filter options), the run count and page.
+    ?format=csv|jsonl: the environment, the sources and the rows of the view."""
     environment = selectors.environment_get(digest)
+    try:
+        table = tables.run_table(
+            request, selectors.environment_runs(environment), filters=("source", "evidence", "status")
+        )
+    except tables.BadQuery as error:
+        return tables.bad_query(request, error)
+    chosen = tables.wants_download(request)
+    if chosen:
+        return tables.download_runs(table.rows, chosen, f"environment-{digest.removeprefix('sha256:')[:16]}")
     return render(
         request,
         "runs/environment_detail.html",
         {
             "environment": environment,
             "software": json.dumps(environment.spec.get("software", {}), indent=2, ensure_ascii=False),
-            "page": selectors.paginate(selectors.environment_runs(environment), request.GET.get("page")),
+            "table": table,
+            "page": selectors.paginate(table.rows, request.GET.get("page")),
         },
     )
 
 
 def search(request: HttpRequest) -> HttpResponse:
     """4 queries for a query (benchmarks, submitters, projects, GPUs), 0 for none; with
-    ?submitter= the runs of one submitter (2 queries)."""
+    ?submitter= the runs of one submitter (4 queries: GPUs and sources for the filters, the
+    count and the page; ?format=csv|jsonl downloads them)."""
     # NUL cannot be in a PostgreSQL string literal; it matches nothing anyway.
     query = request.GET.get("q", "").replace("\x00", "").strip()[:200]
     submitter = request.GET.get("submitter", "").replace("\x00", "").strip()[:300]
-    context: dict[str, Any] = {"q": query, "submitter": submitter, "results": selectors.search(query)}
+    context: dict[str, Any] = {"q": query, "submitter": submitter}
     if submitter:
-        context["submitter_page"] = selectors.paginate(selectors.submitter_runs(submitter), request.GET.get("page"))
-        context["submitter_query"] = urlencode({"submitter": submitter})
+        try:
+            table = tables.run_table(request, selectors.submitter_runs(submitter), fixed={"submitter": submitter})
+        except tables.BadQuery as error:
+            return tables.bad_query(request, error)
+        chosen = tables.wants_download(request)
+        if chosen:
+            return tables.download_runs(table.rows, chosen, "submitter-runs")
+        context["table"] = table
+        context["submitter_page"] = selectors.paginate(table.rows, request.GET.get("page"))
+    context["results"] = selectors.search(query)
     context["has_results"] = any(context["results"].values())
     return render(request, "runs/search.html", context)
 

@@ -228,9 +228,9 @@ def test_the_sol_benchmark_page_shows_kernelindex_h200_boards_beside_the_sources
     rows = text[own_board:]
     # rank, run, latency (a latency-ranked board has no SOL column), submitter, observed
     assert (
-        f"1 {k10['torch-compile'].public_id} 39.9 µs KernelIndex · torch-compile 2026-11-30 "
-        f"2 {k10['scoring-baseline'].public_id} 40.7 µs KernelIndex · scoring-baseline 2026-11-30 "
-        f"3 {k10['reference'].public_id} 40.7 µs KernelIndex · reference 2026-11-30"
+        f"1 of 3 {k10['torch-compile'].public_id} 39.9 µs KernelIndex · torch-compile 2026-11-30 "
+        f"2 of 3 {k10['scoring-baseline'].public_id} 40.7 µs KernelIndex · scoring-baseline 2026-11-30 "
+        f"3 of 3 {k10['reference'].public_id} 40.7 µs KernelIndex · reference 2026-11-30"
     ) in rows
 
     text = page(client, f"/benchmarks/sol-execbench/{K62}/")
@@ -238,8 +238,8 @@ def test_the_sol_benchmark_page_shows_kernelindex_h200_boards_beside_the_sources
     k62 = reruns_by_revision(K62)
     rows = text[own_board:]
     best = k62["torch-compile-eager-numerics"].public_id
-    assert f"1 {best} 69.6 µs KernelIndex · torch-compile-eager-numerics 2026-11-30" in rows
-    assert f"2 {k62['reference'].public_id} 349 µs KernelIndex · reference 2026-11-30" in rows
+    assert f"1 of 2 {best} 69.6 µs KernelIndex · torch-compile-eager-numerics 2026-11-30" in rows
+    assert f"2 of 2 {k62['reference'].public_id} 349 µs KernelIndex · reference 2026-11-30" in rows
     assert k62["torch-compile"].public_id not in text  # failed: not on the board
     # The ranking page of the group lists the failed run only with ?show=all.
     group = k62["torch-compile"].group
@@ -267,7 +267,7 @@ def test_a_rerun_page_says_how_kernelindex_measured_it(client: Any, django_asser
     for expected in (
         "evidence: KernelIndex rerun",
         "Re-measured by KernelIndex on NVIDIA H200 under its own harness (KernelIndex rerun harness 0.1.0).",
-        "Rank 2 in its comparison group · KernelIndex-controlled comparison",
+        "Rank 2 of 2 in its comparison group · KernelIndex-controlled comparison",
         "349 µs median",
         "trials 3 separate processes: 336 µs / 373 µs / 363 µs (geomean of per-case medians in each)",
         "spread 10.88 % (max/min − 1 of the per-trial latencies)",

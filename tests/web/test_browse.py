@@ -48,7 +48,12 @@ def test_the_ranking_page_shows_the_board_as_published(client, board):
     expected = published(board)["rankings"]
     # Every published row, in the published order, reference rows in place and unranked.
     assert [r["submitter"] for r in rows] == [e["username"] for e in expected]
-    assert [r["rank"] for r in rows] == ["reference" if e.get("is_reference") else str(e["rank"]) for e in expected]
+    # "Rank N of M": M is the number of ranked rows on the published board (20 of its 23).
+    ranked = sum(1 for e in expected if e.get("rank") is not None)
+    assert ranked == 20
+    assert [r["rank"] for r in rows] == [
+        "reference" if e.get("is_reference") else f"{e['rank']} of {ranked}" for e in expected
+    ]
     assert body.count('<tr class="reference">') == 3
     rule = RankingRule(board.ranking_metric, board.ranking_direction, board.best_per)
     assert rule.description in text

@@ -133,7 +133,7 @@ def walk(browser, base: str, *, width: int, javascript: bool) -> None:
 
     page.get_by_role("link", name=run_id, exact=True).click()
     expect(page.locator("h1")).to_have_text(f"Run {run_id}")
-    expect(page.locator("main")).to_contain_text("Rank 4 in its comparison group · source-native comparison")
+    expect(page.locator("main")).to_contain_text("Rank 4 of 4 in its comparison group · source-native comparison")
     expect(page.locator("main")).to_contain_text("SOL 0.9882 · 20.45× reference · 16/16 cases faster")
     manifest = page.locator("pre.manifest")
     expect(manifest).to_be_hidden()

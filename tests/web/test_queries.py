@@ -51,16 +51,19 @@ def pages(runs: list[Run]) -> list[tuple[str, int, int]]:
         ("/", 3, 200),
         # source, benchmark count, benchmark page, latest runs
         ("/sources/sol-execbench/", 4, 200),
-        # project, revisions, latest record changes of its runs, run count, run page
-        ("/projects/tilegym/", 5, 200),
-        # environment, run count, run page
-        (f"/environments/{environment.digest}/", 3, 200),
+        # project, revisions, latest record changes of its runs, GPUs and sources (filter
+        # options), run count, run page
+        ("/projects/tilegym/", 7, 200),
+        ("/projects/tilegym/?gpu=b200&evidence=source_reported&sort=-latency&page=2", 7, 200),
+        # environment, sources (filter options), run count, run page
+        (f"/environments/{environment.digest}/", 4, 200),
         # benchmarks, submitters, projects, GPUs
         ("/search/?q=kv+cache", 4, 200),
         ("/search/?q=submitter", 4, 200),
         ("/search/", 0, 200),
-        # run count and page of one submitter's runs, plus the four searches (q is empty: none)
-        (f"/search/?submitter={middle.submitter.replace(' ', '+').replace('|', '%7C')}", 2, 200),
+        # GPUs and sources (filter options), run count and page of one submitter's runs, plus
+        # the four searches (q is empty: none)
+        (f"/search/?submitter={middle.submitter.replace(' ', '+').replace('|', '%7C')}", 4, 200),
         ("/runs/0000beef/", 1, 404),
     ]
 

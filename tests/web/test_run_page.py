@@ -42,15 +42,18 @@ def import_reference_with_leaders() -> Run:
 def reference_lines(run: Run) -> list[str]:
     """Every visible line of the reference page outside its manifest block, with the two
     values that depend on the index rather than the run substituted: the public id (ours is
-    derived from the run's identity) and the comparison key (ours hashes DESIGN §4's key
-    document)."""
+    derived from the run's identity), the comparison key (ours hashes DESIGN §4's key
+    document) and the rank, which says of how many (issue 12: "Rank N of M")."""
     text = REFERENCE_PAGE.read_text(encoding="utf-8")
     start = text.index("\n{\n")
     end = text.index("\n}\n", start) + 3
     outside = text[:start] + "\n" + text[end:]
     ours_key = canonical.short(run.group.key, 16)
+    ranked = run.group.ranked_count
     return [
-        line.replace("01a0352b", run.public_id).replace(REFERENCE_KEY_SHORT, ours_key)
+        line.replace("01a0352b", run.public_id)
+        .replace(REFERENCE_KEY_SHORT, ours_key)
+        .replace(f"Rank {run.rank} in its", f"Rank {run.rank} of {ranked} in its")
         for line in outside.splitlines()
         if line.strip()
     ]
@@ -70,7 +73,7 @@ def test_it_shows_every_field_of_the_reference_page(client):
     # The fields one by one, as the reference page words them.
     for field in (
         "18.6µsmean",
-        "Rank 4 in its comparison group · source-native comparison · observed 2026-07-24",
+        "Rank 4 of 4 in its comparison group · source-native comparison · observed 2026-07-24",
         "Compare with #1 →",
         "SOL 0.9882 · 20.45× reference · 16/16 cases faster",
         "implementationTH3CHARLie | TileGym",

@@ -1,0 +1,197 @@
+"""The index pages, the cross-GPU view, "rank N of M" and the run tables' filters, sorts and
+downloads, on the shipped data (data/: SOL-ExecBench boards and catalogue, KernelBench's H100
+timings, KernelIndex's H200 reruns)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from runs import exports
+from runs.models import Benchmark, ComparisonGroup, Run
+from tests.factories import FIRST_BATCH_AND_RERUNS, import_bundles, sol_bundle
+from tests.web.pages import visible_text
+from web.templatetags.ranks import rank_of
+
+K10 = "010_attention_value_projection_with_transpose"
+K62 = "062_kv_cache_update_with_rope_backward"
+
+
+@pytest.fixture
+def data(db) -> None:
+    # The first batch and KernelIndex's reruns: the whole corpus is imported only by its own tests.
+    call_command("import", *[str(path) for path in FIRST_BATCH_AND_RERUNS], verbosity=0)
+
+
+def text_of(client, url: str) -> str:
+    response = client.get(url)
+    assert response.status_code == 200, url
+    return visible_text(response.content.decode())
+
+
+def download(client, url: str) -> str:
+    response = client.get(url)
+    assert response.status_code == 200, url
+    return b"".join(response.streaming_content).decode()
+
+
+def test_every_page_has_the_site_navigation(client, data):
+    body = client.get("/").content.decode()
+    for href, name in (
+        ("/benchmarks/", "Benchmarks"),
+        ("/gpus/", "GPUs"),
+        ("/sources/", "Sources"),
+        ("/projects/", "Projects"),
+        ("/api/v1/", "API"),
+    ):
+        assert f'<a href="{href}">{name}</a>' in body
+    assert 'role="search"' in body
+
+
+def test_the_benchmark_index_filters_sorts_and_names_each_best_result(client, data):
+    everything = text_of(client, "/benchmarks/")
+    assert f"Benchmarks ({Benchmark.objects.count()})" in everything
+    # Filters: by GPU (KernelBench's timings are the only H100 runs), by rerun, by level, by tag.
+    kernelbench_h100 = Benchmark.objects.filter(groups__hardware_product="NVIDIA H100 80GB HBM3").distinct().count()
+    assert kernelbench_h100 == 250
+    assert f"Benchmarks ({kernelbench_h100})" in text_of(client, "/benchmarks/?gpu=h100-80gb-hbm3")
+    reruns = text_of(client, "/benchmarks/?rerun=yes")
+    rerun = Benchmark.objects.filter(runs__evidence_level="kernelindex_rerun").distinct().count()
+    assert rerun >= 2 and f"Benchmarks ({rerun})" in reruns and "Attention value projection with transpose" in reruns
+    assert "Benchmarks (50)" in text_of(client, "/benchmarks/?collection=level3&source=kernelbench")
+    tagged = text_of(client, "/benchmarks/?tag=other")
+    assert "Benchmarks (1)" in tagged and K10 in tagged
+    # The best result is the #1 of the largest group, with its GPU, rank and date.
+    leader = Run.objects.get(benchmark__native_id=K10, group__family="sol_execbench_leaderboard", rank=1)
+    assert f"{leader.sol_score:.4f} SOL on B200, 1 of 20, set {leader.observed_at:%Y-%m-%d}" in tagged
+    # Sorting: most runs first.
+    body = client.get("/benchmarks/?collection=L1&sort=-runs").content.decode()
+    assert body.index(K10) < body.index(K62)
+    body = client.get("/benchmarks/?collection=L1&sort=runs").content.decode()
+    assert body.index(K62) < body.index(K10)
+    # The CSV is exactly the view: the level3 filter, every page of it.
+    rows = list(csv.DictReader(io.StringIO(download(client, "/benchmarks/?collection=level3&format=csv"))))
+    assert len(rows) == 50 and {row["collection"] for row in rows} == {"level3"}
+    assert all(row["bestGpu"] == "NVIDIA H100 80GB HBM3" for row in rows)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/benchmarks/?source=nope",
+        "/benchmarks/?gpu=z9000",
+        "/benchmarks/?tag=%3Cscript%3E",
+        "/benchmarks/?rerun=maybe",
+        "/runs/?evidence=rumour",
+        "/runs/?status=great",
+        "/gpus/b200/?source=nope",
+    ],
+)
+def test_an_unknown_filter_value_is_a_clear_400(client, data, url):
+    response = client.get(url)
+    assert response.status_code == 400
+    text = visible_text(response.content.decode())
+    assert "Unknown" in text and "Known values:" in text
+    assert "<script>" not in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/benchmarks/?sort=bogus&page=abc",
+        "/runs/?sort=;drop&page=-3",
+        "/gpus/?sort=x",
+        "/projects/?sort=x&page=99999",
+        "/gpus/b200/?page=0&sort=nothing",
+        "/runs/?format=xls",
+    ],
+)
+def test_an_unknown_sort_or_page_falls_back(client, data, url):
+    assert client.get(url).status_code == 200
+
+
+def test_gpus_and_a_gpu_page_with_its_best_runs(client, data):
+    text = text_of(client, "/gpus/")
+    assert "NVIDIA B200 sm_100" in text and "NVIDIA H200 sm_90" in text and "NVIDIA H100 80GB HBM3 sm_90" in text
+    b200 = text_of(client, "/gpus/b200/")
+    groups = ComparisonGroup.objects.filter(hardware_product="NVIDIA B200")
+    leaders = Run.objects.filter(group__in=groups, rank=1)
+    assert f"Best run of each comparison group ({leaders.count()})" in b200
+    for run in leaders:
+        assert run.public_id in b200
+    # A group of one says so instead of "rank 1".
+    assert "only run in its group" in b200
+    assert client.get("/gpus/b-200/").status_code == 404
+
+
+def test_sources_and_projects_index(client, data):
+    text = text_of(client, "/sources/")
+    assert "NVIDIA SOL-ExecBench" in text and "KernelBench 250" in text
+    assert "Projects (" in text_of(client, "/projects/")
+
+
+def test_the_cross_gpu_view_is_one_column_per_group_and_never_one_ranking(client, data):
+    text = text_of(client, f"/benchmarks/sol-execbench/{K10}/gpus/")
+    assert "Not one ranking." in text
+    groups = ComparisonGroup.objects.filter(benchmark__native_id=K10)
+    body = client.get(f"/benchmarks/sol-execbench/{K10}/gpus/").content.decode()
+    for group in groups:
+        assert f'href="{group.get_absolute_url()}"' in body
+    # The torch.compile rerun on H200 is its own row; its cell links the run and the group's rank.
+    rerun = Run.objects.filter(benchmark__native_id=K10, group__family="kernelindex_rerun", rank=1).first()
+    assert f'href="{rerun.get_absolute_url()}"' in body and rank_of(rerun) in text
+    assert rank_of(rerun) == (
+        "only run in its group" if rerun.group.ranked_count == 1 else f"1 of {rerun.group.ranked_count}"
+    )
+    # KernelBench: the eager baseline on H100, the only run in its group.
+    kb = text_of(client, "/benchmarks/kernelbench/level1/100_HingeLoss/gpus/")
+    assert "eager PyTorch baseline" in kb and "only run in its group" in kb
+    # Its download holds exactly the matrix's runs.
+    rows = list(csv.DictReader(io.StringIO(download(client, f"/benchmarks/sol-execbench/{K10}/gpus/?format=csv"))))
+    ranked_or_reference = Run.objects.filter(benchmark__native_id=K10, visibility="published").exclude(
+        rank__isnull=True, is_reference=False
+    )
+    assert sorted(row["id"] for row in rows) == sorted(ranked_or_reference.values_list("public_id", flat=True))
+
+
+def test_a_run_table_downloads_exactly_its_view_as_csv_and_jsonl(client, data):
+    url = "/runs/?gpu=b200&source=sol-execbench&sort=-score"
+    page = client.get(url).content.decode()
+    csv_text = download(client, url + "&format=csv")
+    rows = list(csv.DictReader(io.StringIO(csv_text)))
+    expected = Run.objects.filter(
+        visibility="published", group__hardware_product="NVIDIA B200", source__slug="sol-execbench"
+    )
+    assert len(rows) == expected.count()
+    assert list(rows[0]) == [column for column, _ in exports.CSV_COLUMNS]
+    scores = [float(row["solScore"]) for row in rows if row["solScore"]]
+    assert scores == sorted(scores, reverse=True)
+    # The page shows the same first rows in the same order.
+    assert page.index(rows[0]["id"]) < page.index(rows[1]["id"])
+    lines = download(client, url + "&format=jsonl").splitlines()
+    assert [json.loads(line)["id"] for line in lines] == [row["id"] for row in rows]
+    assert 'href="?gpu=b200&amp;source=sol-execbench&amp;sort=-score&amp;format=csv"' in page
+
+
+def test_csv_cells_are_formula_safe(client, db):
+    import_bundles(
+        [sol_bundle(submission_id=424242, username='=HYPERLINK("http://x")', sol_score=0.5, latency_ms=0.03)]
+    )
+    rows = list(csv.reader(io.StringIO(download(client, "/runs/?format=csv"))))
+    assert rows[1][rows[0].index("submitter")] == '\'=HYPERLINK("http://x")'
+    for start in ("+1", "-1", "@SUM(A1)", "\tx", "\rx"):
+        assert exports.csv_cell(start) == "'" + start
+
+
+def test_rank_n_of_m_on_the_run_page_and_the_ranking(client, data):
+    leader = Run.objects.get(benchmark__native_id=K10, group__family="sol_execbench_leaderboard", rank=3)
+    assert leader.group.ranked_count == 20
+    assert "Rank 3 of 20 in its comparison group" in text_of(client, leader.get_absolute_url())
+    alone = Run.objects.get(benchmark__native_id="level1/100_HingeLoss")
+    assert "The only ranked run in its comparison group" in text_of(client, alone.get_absolute_url())
+    ranking = text_of(client, leader.group.get_absolute_url() + "?evidence=source_reported")
+    assert "3 of 20" in ranking

@@ -1,0 +1,310 @@
+"""Reads behind the index pages (benchmarks, GPUs, sources, projects) and the cross-GPU view of
+a benchmark. Each function states its query count; lists are paginated or capped here.
+
+The per-benchmark, per-GPU, per-source and per-project counts are annotated aggregates, one
+query per list, computed on each request. At the corpus's size (tens of thousands of runs) they
+are cheap enough; they are the candidates to store at write time (see each function).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, F, Max, Q, QuerySet
+
+from kernelindex.gpus import architecture_for
+from runs.models import Benchmark, ComparisonGroup, EvidenceLevel, Project, Run, Source, Visibility
+from web.tables import BadQuery, Filter, gpu_slug
+
+PUBLISHED = Q(runs__visibility=Visibility.PUBLISHED)
+MATRIX_GROUPS = 40
+MATRIX_ROWS = 3000
+
+
+def _sorted(rows: QuerySet, sort: str, sorts: dict[str, list[Any]], default: str) -> tuple[QuerySet, str]:
+    if sort.lstrip("-") not in sorts:
+        sort = default
+    order = sorts[sort.lstrip("-")]
+    if sort.startswith("-"):
+        order = [term.desc(nulls_last=True) if hasattr(term, "desc") else f"-{term}" for term in order]
+    else:
+        order = [term.asc(nulls_last=True) if hasattr(term, "asc") else term for term in order]
+    return rows.order_by(*order), sort
+
+
+def _choice(value: str, options: Iterable[tuple[str, str]], label: str) -> str:
+    options = list(options)
+    if value and value not in {key for key, _ in options}:
+        known = ", ".join(key for key, _ in options[:60]) or "none"
+        raise BadQuery(f"Unknown {label} {value[:100]!r}. Known values: {known}.")
+    return value
+
+
+# -- benchmarks --------------------------------------------------------------------------------
+
+BENCHMARK_SORTS = {
+    "name": ["source__name", "collection", "numeric_id", "native_id"],
+    "runs": [F("run_count"), "native_id"],
+    "submitters": [F("submitter_count"), "native_id"],
+    "latest": [F("last_observed"), "native_id"],
+}
+
+
+@dataclass
+class BenchmarkList:
+    rows: QuerySet
+    filters: list[Filter]
+    params: dict[str, str]
+    sort: str
+
+
+def benchmark_list(get: Any) -> BenchmarkList:
+    """Benchmarks filtered by source, collection, tag, GPU and "has a KernelIndex rerun", with
+    their run and submitter counts and latest run (3 queries for the filters' options; the
+    list itself is a count and a page). Store at write time: Benchmark.run_count,
+    submitter_count, last_observed_at and best_run (see ``best_runs``)."""
+    sources = list(Source.objects.order_by("name").values_list("slug", "name"))
+    facets = Benchmark.objects.order_by().values_list("collection", "tags")
+    collections: set[str] = set()
+    tags: set[str] = set()
+    for collection, benchmark_tags in facets:
+        if collection:
+            collections.add(collection)
+        tags.update(str(tag) for tag in benchmark_tags or [] if isinstance(tag, str))
+    gpus = {gpu_slug(p): p for p in ComparisonGroup.objects.order_by().values_list("hardware_product", flat=True)}
+    rerun_options = [("yes", "has a KernelIndex rerun")]
+    values = {
+        "source": _choice(get.get("source", "").strip(), sources, "source"),
+        "collection": _choice(get.get("collection", "").strip(), ((c, c) for c in collections), "collection"),
+        "tag": _choice(get.get("tag", "").strip(), ((t, t) for t in tags), "tag"),
+        "gpu": _choice(get.get("gpu", "").strip(), gpus.items(), "GPU"),
+        "rerun": _choice(get.get("rerun", "").strip(), rerun_options, "rerun filter"),
+    }
+    rows = Benchmark.objects.select_related("source")
+    if values["source"]:
+        rows = rows.filter(source__slug=values["source"])
+    if values["collection"]:
+        rows = rows.filter(collection=values["collection"])
+    if values["tag"]:
+        # The JSON text of the list holds '"tag"' (both backends): one LIKE, no per-row parsing.
+        rows = rows.filter(tags__icontains=json.dumps(values["tag"]))
+    if values["gpu"]:
+        on_gpu = ComparisonGroup.objects.filter(hardware_product=gpus[values["gpu"]]).values("benchmark_id")
+        rows = rows.filter(pk__in=on_gpu)
+    if values["rerun"]:
+        reruns = Run.objects.visible().filter(evidence_level=EvidenceLevel.KERNELINDEX_RERUN).values("benchmark_id")
+        rows = rows.filter(pk__in=reruns)
+    rows = rows.annotate(
+        run_count=Count("runs", filter=PUBLISHED, distinct=True),
+        submitter_count=Count("runs__submitter", filter=PUBLISHED & Q(runs__is_reference=False), distinct=True),
+        last_observed=Max("runs__observed_at", filter=PUBLISHED),
+    )
+    rows, sort = _sorted(rows, get.get("sort", "name"), BENCHMARK_SORTS, "name")
+    filters = [
+        Filter("source", "source", sources, values["source"]),
+        Filter("collection", "level or collection", [(c, c) for c in sorted(collections)], values["collection"]),
+        Filter("tag", "tag", [(t, t) for t in sorted(tags)], values["tag"]),
+        Filter("gpu", "GPU", sorted(gpus.items(), key=lambda item: item[1]), values["gpu"]),
+        Filter("rerun", "KernelIndex rerun", rerun_options, values["rerun"]),
+    ]
+    return BenchmarkList(rows=rows, filters=filters, params=values, sort=sort)
+
+
+def best_runs(benchmarks: list[Benchmark]) -> None:
+    """Give each benchmark ``best``: the #1 of its largest comparison group (most ranked runs;
+    then the most recent), or None. 1 query for the whole list, not one per benchmark.
+
+    Runs of different groups are never ranked together, so "best" is the leader of one group,
+    named with its GPU and harness on the page."""
+    ids = [benchmark.pk for benchmark in benchmarks]
+    leaders = (
+        Run.objects.visible()
+        .filter(benchmark_id__in=ids, rank=1)
+        .select_related("group", "environment")
+        .order_by("benchmark_id", "-group__ranked_count", F("observed_at").desc(nulls_last=True), "public_id")
+    )
+    best: dict[int, Run] = {}
+    for run in leaders:
+        best.setdefault(run.benchmark_id, run)
+    for benchmark in benchmarks:
+        benchmark.best = best.get(benchmark.pk)
+
+
+# -- GPUs --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Gpu:
+    slug: str
+    product: str
+    architecture: str
+    run_count: int
+    benchmark_count: int
+    group_count: int
+    source_count: int
+    last_observed: Any
+
+    def get_absolute_url(self) -> str:
+        return f"/gpus/{self.slug}/"
+
+
+GPU_SORTS = {"name": "product", "runs": "run_count", "benchmarks": "benchmark_count", "latest": "last_observed"}
+
+
+def gpu_list(sort: str = "name") -> tuple[list[Gpu], str]:
+    """Every GPU product a comparison group names, with its architecture (kernelindex.gpus) and
+    its counts (1 query). Store at write time: a GPU table with these counts."""
+    rows = (
+        ComparisonGroup.objects.order_by()
+        .values("hardware_product")
+        .annotate(
+            run_count=Count("runs", filter=PUBLISHED),
+            benchmark_count=Count("benchmark", distinct=True),
+            group_count=Count("pk", distinct=True),
+            source_count=Count("source", distinct=True),
+            last_observed=Max("runs__observed_at", filter=PUBLISHED),
+        )
+    )
+    gpus: dict[str, Gpu] = {}
+    for row in rows:
+        product = row["hardware_product"]
+        slug = gpu_slug(product)
+        gpu = Gpu(
+            slug=slug,
+            product=product,
+            architecture=architecture_for(product),
+            run_count=row["run_count"],
+            benchmark_count=row["benchmark_count"],
+            group_count=row["group_count"],
+            source_count=row["source_count"],
+            last_observed=row["last_observed"],
+        )
+        gpus.setdefault(slug, gpu)
+    if sort.lstrip("-") not in GPU_SORTS:
+        sort = "name"
+    attribute = GPU_SORTS[sort.lstrip("-")]
+    present = [g for g in gpus.values() if getattr(g, attribute) is not None]
+    missing = [g for g in gpus.values() if getattr(g, attribute) is None]
+    present.sort(key=lambda g: (getattr(g, attribute), g.product), reverse=sort.startswith("-"))
+    return present + missing, sort
+
+
+def gpu_best_runs(product: str) -> QuerySet[Run]:
+    """The #1 of every comparison group on this GPU, one row per group (for ``run_table``)."""
+    return Run.objects.visible().filter(group__hardware_product=product, rank=1).for_listing()
+
+
+# -- sources and projects ----------------------------------------------------------------------
+
+
+def source_list() -> list[Source]:
+    """Every source with its runs, benchmarks, submitters, GPUs and latest run (1 query)."""
+    return list(
+        Source.objects.annotate(
+            run_count=Count("runs", filter=PUBLISHED, distinct=True),
+            benchmark_count=Count("runs__benchmark", filter=PUBLISHED, distinct=True),
+            submitter_count=Count("runs__submitter", filter=PUBLISHED & Q(runs__is_reference=False), distinct=True),
+            gpu_count=Count("runs__group__hardware_product", filter=PUBLISHED, distinct=True),
+            last_observed=Max("runs__observed_at", filter=PUBLISHED),
+        ).order_by("name")
+    )
+
+
+PROJECT_SORTS = {
+    "name": ["name"],
+    "runs": [F("run_count"), "name"],
+    "benchmarks": [F("benchmark_count"), "name"],
+    "latest": [F("last_observed"), "name"],
+}
+PROJECT_RUNS = Q(implementations__runs__visibility=Visibility.PUBLISHED)
+
+
+def project_list(query: str, sort: str) -> tuple[QuerySet[Project], str]:
+    """Projects whose name contains ``query``, with their runs, benchmarks, revisions and latest
+    run (a count and a page). Store at write time: Project.run_count and last_observed_at."""
+    rows = Project.objects.all()
+    if query:
+        rows = rows.filter(name__icontains=query)
+    rows = rows.annotate(
+        run_count=Count("implementations__runs", filter=PROJECT_RUNS, distinct=True),
+        benchmark_count=Count("implementations__runs__benchmark", filter=PROJECT_RUNS, distinct=True),
+        revision_count=Count("implementations", distinct=True),
+        last_observed=Max("implementations__runs__observed_at", filter=PROJECT_RUNS),
+    )
+    return _sorted(rows, sort, PROJECT_SORTS, "name")
+
+
+# -- the cross-GPU view ------------------------------------------------------------------------
+
+
+@dataclass
+class Cell:
+    run: Run
+    value: float | None
+
+
+@dataclass
+class MatrixRow:
+    label: str
+    cells: list[Cell | None] = field(default_factory=list)
+    is_reference: bool = False
+
+    @property
+    def covered(self) -> int:
+        return sum(1 for cell in self.cells if cell is not None)
+
+
+@dataclass
+class Matrix:
+    groups: list[ComparisonGroup]
+    rows: list[MatrixRow]
+    truncated: bool = False
+
+
+def implementation_label(run: Run) -> str:
+    """The name of what ran, as the run pages write it (project revision or submitter)."""
+    from web.templatetags.kiformat import submitter
+
+    return submitter(run)
+
+
+def cross_gpu_matrix(benchmark: Benchmark) -> Matrix:
+    """GPU (one column per comparison group) × implementation: each cell the implementation's
+    best ranked run in that group, or the source's reference row (2 queries). Columns are
+    separate rankings; nothing ranks across them."""
+    groups = list(
+        ComparisonGroup.objects.filter(benchmark=benchmark).order_by(
+            "hardware_product", "family", "harness_name", "-harness_version"
+        )[:MATRIX_GROUPS]
+    )
+    column = {group.pk: index for index, group in enumerate(groups)}
+    runs = list(
+        Run.objects.visible()
+        .filter(group_id__in=list(column))
+        .filter(Q(rank__isnull=False) | Q(is_reference=True))
+        .for_listing()
+        .order_by("group_id", F("rank").asc(nulls_last=True), "public_id")[: MATRIX_ROWS + 1]
+    )
+    truncated = len(runs) > MATRIX_ROWS
+    rows: dict[str, MatrixRow] = {}
+    by_pk = {group.pk: group for group in groups}
+    for run in runs[:MATRIX_ROWS]:
+        run.group = by_pk[run.group_id]  # the same object the header shows (ranked_count)
+        label = implementation_label(run)
+        row = rows.setdefault(label, MatrixRow(label=label, cells=[None] * len(groups), is_reference=run.is_reference))
+        index = column[run.group_id]
+        if row.cells[index] is None:  # ordered by rank: the first is the best
+            row.cells[index] = Cell(run=run, value=getattr(run, run.group.ranking_metric))
+    ordered = sorted(
+        rows.values(),
+        key=lambda row: (
+            row.is_reference,
+            -row.covered,
+            min((cell.run.rank or 10**9) for cell in row.cells if cell is not None),
+            row.label,
+        ),
+    )
+    return Matrix(groups=groups, rows=ordered, truncated=truncated)
