@@ -16,7 +16,7 @@ from django.shortcuts import render
 
 from runs import selectors
 from runs.models import Run
-from web import browse
+from web import browse, figures
 from web.tables import (
     BadQuery,
     bad_query,
@@ -238,5 +238,11 @@ def benchmark_gpus(request: HttpRequest, source: str, native_id: str) -> HttpRes
     return render(
         request,
         "web/benchmark_gpus.html",
-        {"benchmark": benchmark, "matrix": matrix, "csv_link": "?format=csv", "jsonl_link": "?format=jsonl"},
+        {
+            "benchmark": benchmark,
+            "matrix": matrix,
+            "figures": figures.matrix_figures(matrix),
+            "csv_link": "?format=csv",
+            "jsonl_link": "?format=jsonl",
+        },
     )

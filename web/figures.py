@@ -373,3 +373,42 @@ def run_columns(rows: Sequence[Run]) -> dict[str, bool]:
         "speedup": any(r.avg_speedup is not None for r in rows),
         "fast": any(r.fast_1_total for r in rows),
     }
+
+
+# -- the cross-GPU view ------------------------------------------------------------------------
+
+MATRIX_CHARTS = 12  # implementations charted; the table has them all
+
+
+def matrix_figures(matrix: Any) -> list[dict[str, Any]]:
+    """One chart per implementation of the cross-GPU matrix (``web.browse.Matrix``): its value in
+    each comparison group it has a run in, one row per group. The rows are separate rankings
+    measured on different GPUs or harnesses, which is what the chart shows side by side; it
+    never ranks them. Latency groups and SOL-score groups are charted apart (no query)."""
+    figures = []
+    for index, row in enumerate(matrix.rows[:MATRIX_CHARTS]):
+        for metric, unit, noun in (("latency_ns", "ns", "latency"), ("sol_score", "score", "SOL score")):
+            rows = [
+                charts.Row(
+                    f"{group.hardware_product.removeprefix('NVIDIA ')} · {group.harness_label}",
+                    [charts.Mark(cell.value, note=f"{cell.run.public_id}, rank {cell.run.rank or '—'}")],
+                )
+                for group, cell in zip(matrix.groups, row.cells, strict=True)
+                if cell is not None and cell.value is not None and group.ranking_metric == metric
+            ]
+            if not rows:
+                continue
+            figures.append(
+                {
+                    "label": row.label,
+                    "chart": charts.dot_chart(
+                        rows,
+                        key=f"gpus-{index}-{metric}",
+                        title=f"{row.label}: {noun} in each comparison group",
+                        unit=unit,
+                        desc=f"{noun} of {row.label} on each GPU and harness it was measured with; "
+                        "each row is its own comparison group, not one ranking",
+                    ),
+                }
+            )
+    return figures

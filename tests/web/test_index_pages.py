@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 from django.core.management import call_command
@@ -156,6 +157,19 @@ def test_the_cross_gpu_view_is_one_column_per_group_and_never_one_ranking(client
         rank__isnull=True, is_reference=False
     )
     assert sorted(row["id"] for row in rows) == sorted(ranked_or_reference.values_list("public_id", flat=True))
+
+
+
+def test_the_cross_gpu_view_charts_each_implementation_across_its_groups(client, data):
+    """One SVG per implementation, one row per comparison group it has a run in, with a text
+    alternative; a latency and a SOL-score group are never on one axis."""
+    body = client.get(f"/benchmarks/sol-execbench/{K10}/gpus/").content.decode()
+    assert "Each implementation across GPUs" in body
+    charts = re.findall(r"<svg\b.*?</svg>", body, flags=re.S)
+    assert charts and all("<title" in svg and "<desc" in svg for svg in charts)
+    assert "not one ranking" in body.lower()
+    rerun = Run.objects.filter(benchmark__native_id=K10, group__family="kernelindex_rerun", rank=1).first()
+    assert f"{rerun.public_id}, rank 1" in body  # the mark's note names the run and its own group's rank
 
 
 def test_a_run_table_downloads_exactly_its_view_as_csv_and_jsonl(client, data):
