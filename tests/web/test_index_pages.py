@@ -159,7 +159,6 @@ def test_the_cross_gpu_view_is_one_column_per_group_and_never_one_ranking(client
     assert sorted(row["id"] for row in rows) == sorted(ranked_or_reference.values_list("public_id", flat=True))
 
 
-
 def test_the_cross_gpu_view_charts_each_implementation_across_its_groups(client, data):
     """One SVG per implementation, one row per comparison group it has a run in, with a text
     alternative; a latency and a SOL-score group are never on one axis."""
