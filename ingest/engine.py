@@ -20,6 +20,7 @@ from django.db import transaction
 from ingest.rows import insert_rows
 from ingest.session import ImportSession
 from kernelindex import canonical
+from kernelindex.pagecache import bump_data_version
 from runs import ranking
 from runs.identity import public_id_candidates, run_identity
 from runs.manifests import ManifestError, VerifiedBundle
@@ -119,6 +120,8 @@ def import_bundles(
             _import_batch(session, batch, result)
         ranked = _insert_pending(session)
         ranking.recompute_groups(session.touched_groups - ranked)
+        if result.created or result.updated:  # what the pages show changed
+            bump_data_version()
     return result
 
 

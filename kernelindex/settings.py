@@ -87,6 +87,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Innermost: conditional GET and full-page caching of public pages for anonymous visitors.
+    "kernelindex.pagecache.PageCacheMiddleware",
 ]
 
 ROOT_URLCONF = "kernelindex.urls"
@@ -156,7 +158,14 @@ if REDIS_URL:
             "BACKEND": "django_redis.cache.RedisCache",
             "LOCATION": REDIS_URL,
             "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
-        }
+        },
+        # Whole pages and the site-wide data version (kernelindex.pagecache).
+        "pages": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "pages",
+            "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
+        },
     }
 else:
     CACHES = {
@@ -166,8 +175,22 @@ else:
             "BACKEND": "kernelindex.cache.AtomicDatabaseCache",
             "LOCATION": "kernelindex_cache",
             "OPTIONS": {"MAX_ENTRIES": 100000},
-        }
+        },
+        # Whole pages and the site-wide data version (kernelindex.pagecache), in their own table
+        # so culling old pages never drops a rate-limit counter.
+        "pages": {
+            "BACKEND": "kernelindex.cache.AtomicDatabaseCache",
+            "LOCATION": "kernelindex_pages",
+            "OPTIONS": {"MAX_ENTRIES": 20000},
+        },
     }
+
+# Full-page cache of anonymous GETs (kernelindex.pagecache): how long a page is kept (0: never
+# stored; conditional GET still answers 304), and the Cache-Control it is served with.
+PAGE_CACHE_SECONDS = env_int("PAGE_CACHE_SECONDS", 3600)
+PAGE_CACHE_MAX_AGE = env_int("PAGE_CACHE_MAX_AGE", 0)
+PAGE_CACHE_SHARED_MAX_AGE = env_int("PAGE_CACHE_SHARED_MAX_AGE", 60)
+PAGE_CACHE_STALE_WHILE_REVALIDATE = env_int("PAGE_CACHE_STALE_WHILE_REVALIDATE", 300)
 
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
