@@ -40,7 +40,7 @@ from django.utils.http import http_date, parse_http_date_safe
 
 VERSION_KEY = "ki:data-version"
 ALIAS = "pages"
-SKIPPED_PREFIXES = ("/admin/", "/api/", "/accounts/", "/static/")
+SKIPPED_PREFIXES = ("/admin/", "/api/", "/accounts/", "/static/", "/healthz")
 PRIVATE_COOKIES = ("sessionid", "messages")
 STORED_STATUSES = (200, 410)
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
