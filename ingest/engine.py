@@ -21,7 +21,7 @@ from ingest.rows import insert_rows
 from ingest.session import ImportSession
 from kernelindex import canonical
 from kernelindex.pagecache import bump_data_version
-from runs import ranking
+from runs import counts, ranking
 from runs.identity import public_id_candidates, run_identity
 from runs.manifests import ManifestError, VerifiedBundle
 from runs.models import ELIGIBLE, EvidenceLevel, Run, RunRevision, Visibility
@@ -120,6 +120,7 @@ def import_bundles(
             _import_batch(session, batch, result)
         ranked = _insert_pending(session)
         ranking.recompute_groups(session.touched_groups - ranked)
+        counts.refresh(ranked)  # recompute_groups refreshed the others
         if result.created or result.updated:  # what the pages show changed
             bump_data_version()
     return result

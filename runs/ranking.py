@@ -120,13 +120,16 @@ def compute_ranks(rows: Iterable[RankRow], rule: RankingRule) -> dict[int, int |
 def recompute_groups(group_ids: Iterable[int]) -> int:
     """Recompute and store the rank of every run in these groups. Returns rows changed.
 
-    One query loads the groups, one loads their runs, one bulk update writes the changes.
+    One query loads the groups, one loads their runs, one bulk update writes the changes; the
+    groups' stored run counts are refreshed with them (``runs.counts``).
     """
+    from runs import counts
     from runs.models import ComparisonGroup, Run
 
     group_ids = sorted(set(group_ids))
     if not group_ids:
         return 0
+    counts.refresh(group_ids)
     groups = {
         group.pk: group
         for group in ComparisonGroup.objects.filter(pk__in=group_ids).only(

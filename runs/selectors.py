@@ -21,6 +21,7 @@ from runs.models import (
     Run,
     Source,
     Visibility,
+    newest_first,
 )
 from runs.ranking import RankingRule
 
@@ -178,7 +179,7 @@ def benchmark_groups(benchmark: Benchmark) -> list[dict[str, Any]]:
     """Each comparison group of a benchmark with its run count and top runs (2 queries)."""
     groups = list(
         ComparisonGroup.objects.filter(benchmark=benchmark)
-        .annotate(run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)))
+        .annotate(run_count=F("published_runs"))
         .order_by("hardware_product", "harness_name", "-harness_version")[:50]
     )
     top = (
@@ -194,17 +195,17 @@ def benchmark_groups(benchmark: Benchmark) -> list[dict[str, Any]]:
 
 
 def home_lists() -> dict[str, Any]:
-    """Sources with run counts, the most-run benchmarks, the latest runs (3 queries)."""
-    published = Q(runs__visibility=Visibility.PUBLISHED)
+    """Sources with run counts, the most-run benchmarks, the latest runs (3 queries; the counts
+    are stored at write time by runs.counts, the latest runs read the run_newest_first index)."""
     return {
-        "sources": list(Source.objects.annotate(run_count=Count("runs", filter=published)).order_by("name")),
+        "sources": list(Source.objects.annotate(run_count=F("published_runs")).order_by("name")),
         "benchmarks": list(
             Benchmark.objects.for_listing()
-            .annotate(run_count=Count("runs", filter=published))
-            .filter(run_count__gt=0)
-            .order_by("-run_count", "native_id")[:12]
+            .annotate(run_count=F("published_runs"))
+            .filter(published_runs__gt=0)
+            .order_by("-published_runs", "native_id")[:12]
         ),
-        "latest_runs": list(Run.objects.visible().for_listing().order_by(F("observed_at").desc(nulls_last=True))[:20]),
+        "latest_runs": list(Run.objects.visible().for_listing().order_by(*newest_first())[:20]),
     }
 
 
@@ -217,19 +218,20 @@ def source_get(slug: str) -> Source:
 
 def source_benchmarks(source: Source) -> QuerySet[Benchmark]:
     """The source's benchmarks, and the benchmarks of other sources it has runs on (KernelIndex's
-    reruns belong to SOL-ExecBench's benchmarks): one query with a subquery."""
+    reruns belong to SOL-ExecBench's benchmarks): one query with a subquery over the source's
+    comparison groups (every run's group has the run's source), not over its runs."""
     return (
-        Benchmark.objects.filter(Q(source=source) | Q(pk__in=Run.objects.filter(source=source).values("benchmark_id")))
+        Benchmark.objects.filter(
+            Q(source=source) | Q(pk__in=ComparisonGroup.objects.filter(source=source).values("benchmark_id"))
+        )
         .select_related("source")
-        .annotate(run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)))
+        .annotate(run_count=F("published_runs"))
         .order_by("collection", "numeric_id", "native_id")
     )
 
 
 def latest_runs(**filters: Any) -> list[Run]:
-    return list(
-        Run.objects.visible().filter(**filters).for_listing().order_by(F("observed_at").desc(nulls_last=True))[:20]
-    )
+    return list(Run.objects.visible().filter(**filters).for_listing().order_by(*newest_first())[:20])
 
 
 def project_get(slug: str) -> Project:
@@ -250,12 +252,7 @@ def project_revisions(project: Project) -> list[Any]:
 
 
 def project_runs(project: Project) -> QuerySet[Run]:
-    return (
-        Run.objects.visible()
-        .filter(implementation__project=project)
-        .for_listing()
-        .order_by(F("observed_at").desc(nulls_last=True), "public_id")
-    )
+    return Run.objects.visible().filter(implementation__project=project).for_listing().order_by(*newest_first())
 
 
 def environment_get(digest: str) -> Environment:
@@ -266,12 +263,7 @@ def environment_get(digest: str) -> Environment:
 
 
 def environment_runs(environment: Environment) -> QuerySet[Run]:
-    return (
-        Run.objects.visible()
-        .filter(environment=environment)
-        .for_listing()
-        .order_by(F("observed_at").desc(nulls_last=True), "public_id")
-    )
+    return Run.objects.visible().filter(environment=environment).for_listing().order_by(*newest_first())
 
 
 def search(query: str) -> dict[str, list[Any]]:
@@ -289,7 +281,7 @@ def search(query: str) -> dict[str, list[Any]]:
         "benchmarks": list(
             Benchmark.objects.for_listing()
             .filter(benchmark_q)
-            .annotate(run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)))
+            .annotate(run_count=F("published_runs"))
             .order_by("-run_count", "native_id")[:SEARCH_LIMIT]
         ),
         "submitters": list(
@@ -309,9 +301,4 @@ def search(query: str) -> dict[str, list[Any]]:
 
 
 def submitter_runs(submitter: str) -> QuerySet[Run]:
-    return (
-        Run.objects.visible()
-        .filter(submitter=submitter)
-        .for_listing()
-        .order_by(F("observed_at").desc(nulls_last=True), "public_id")
-    )
+    return Run.objects.visible().filter(submitter=submitter).for_listing().order_by(*newest_first())
