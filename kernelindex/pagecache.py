@@ -18,8 +18,9 @@ version and the page together.
 
 *Never for anyone signed in*: a request that carries a session or messages cookie is passed to
 the view untouched (no lookup, no store, ``Cache-Control: private``); ``request.user`` is read
-only then, lazily. A response that sets a cookie (a form's CSRF token), varies on anything but
-Cookie, streams, or has a status other than 200/410 is never stored. Paths under /admin/, /api/
+only then, lazily. A response that sets a cookie or will have one set by an outer middleware (a
+form's CSRF token, a queued message, a changed session), varies on anything but Cookie, streams,
+or has a status other than 200/410 is never stored and gets no page ETag. Paths under /admin/, /api/
 and /accounts/ are left alone (the API keeps its own throttling and validators).
 """
 
@@ -128,8 +129,18 @@ def _public(response: HttpResponseBase) -> None:
     )
 
 
-def _storable(response: HttpResponseBase) -> bool:
+def _storable(request: HttpRequest, response: HttpResponseBase) -> bool:
     if response.streaming or response.status_code not in STORED_STATUSES or response.cookies:
+        return False
+    # The middlewares outside this one set their cookies after it: ask the request whether they
+    # will (a form's CSRF token, a message queued for the next page, a changed session).
+    if request.META.get("CSRF_COOKIE_NEEDS_UPDATE"):
+        return False
+    messages = getattr(request, "_messages", None)
+    if messages is not None and getattr(messages, "_queued_messages", None):
+        return False
+    session = getattr(request, "session", None)
+    if session is not None and session.modified:
         return False
     vary = {part.strip().lower() for part in response.get("Vary", "").split(",") if part.strip()}
     return vary <= {"cookie"}  # only ever stored for, and served to, requests without a session
@@ -178,7 +189,7 @@ class PageCacheMiddleware:
             response["X-Page-Cache"] = "hit"
             return response
         response = self.get_response(request)
-        if not _storable(response):
+        if not _storable(request, response):
             return response
         if not response.has_header("ETag"):
             response["ETag"] = etag
