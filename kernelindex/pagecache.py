@@ -26,18 +26,23 @@ and /accounts/ are left alone (the API keeps its own throttling and validators).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import caches
+from django.core.cache.backends.db import DatabaseCache
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseNotModified
 from django.utils import timezone
 from django.utils.cache import patch_cache_control
 from django.utils.http import http_date, parse_http_date_safe
+
+logger = logging.getLogger(__name__)
 
 VERSION_KEY = "ki:data-version"
 ALIAS = "pages"
@@ -68,11 +73,18 @@ def data_version() -> int:
 
 def _increment() -> None:
     cache = _cache()
+    # A database cache works inside the caller's transaction: a savepoint keeps a failure (a
+    # missing cache table) from aborting the import or moderation action around it.
+    guard = transaction.atomic() if isinstance(cache, DatabaseCache) else contextlib.nullcontext()
     try:
-        cache.incr(VERSION_KEY)
-    except ValueError:  # missing: start from the clock, above any version used before
-        if not cache.add(VERSION_KEY, _fresh_version(), timeout=None):
-            cache.incr(VERSION_KEY)
+        with guard:
+            try:
+                cache.incr(VERSION_KEY)
+            except ValueError:  # missing: start from the clock, above any version used before
+                if not cache.add(VERSION_KEY, _fresh_version(), timeout=None):
+                    cache.incr(VERSION_KEY)
+    except Exception:  # the write itself must not fail because the page cache is unreachable
+        logger.exception("could not bump the data version; cached pages may be stale until they expire")
 
 
 def bump_data_version() -> None:
@@ -146,6 +158,10 @@ def _storable(request: HttpRequest, response: HttpResponseBase) -> bool:
     return vary <= {"cookie"}  # only ever stored for, and served to, requests without a session
 
 
+class CacheUnavailable(Exception):
+    pass
+
+
 class PageCacheMiddleware:
     """Conditional GET and full-page caching of public pages for anonymous visitors."""
 
@@ -164,15 +180,22 @@ class PageCacheMiddleware:
             response = self.get_response(request)
             patch_cache_control(response, private=True)
             return response
-        return self._anonymous(request)
+        try:
+            return self._anonymous(request)
+        except CacheUnavailable:
+            return self.get_response(request)
 
     def _anonymous(self, request: HttpRequest) -> HttpResponseBase:
         cache = _cache()
         key = _page_key(request)
-        found = cache.get_many([VERSION_KEY, key])
-        version = found.get(VERSION_KEY)
-        if version is None:
-            version = data_version()
+        try:
+            found = cache.get_many([VERSION_KEY, key])
+            version = found.get(VERSION_KEY)
+            if version is None:
+                version = data_version()
+        except Exception as error:  # the site keeps answering, uncached, without its page cache
+            logger.exception("page cache unavailable")
+            raise CacheUnavailable from error
         etag = _etag(version)
         entry = found.get(key)
         fresh = entry is not None and entry["version"] == version and entry["etag"] == etag
@@ -197,7 +220,8 @@ class PageCacheMiddleware:
         _public(response)
         if settings.PAGE_CACHE_SECONDS > 0 and request.method == "GET" and response.get("ETag") == etag:
             headers = [(h, v) for h, v in response.items() if h.lower() not in ("vary", "x-page-cache")]
-            cache.set(
+            self._store(
+                cache,
                 key,
                 {
                     "version": version,
@@ -207,7 +231,13 @@ class PageCacheMiddleware:
                     "content": response.content,
                     "last_modified": response["Last-Modified"],
                 },
-                timeout=settings.PAGE_CACHE_SECONDS,
             )
         response["X-Page-Cache"] = "miss"
         return response
+
+    @staticmethod
+    def _store(cache: Any, key: str, entry: dict[str, Any]) -> None:
+        try:
+            cache.set(key, entry, timeout=settings.PAGE_CACHE_SECONDS)
+        except Exception:
+            logger.exception("could not store a page in the page cache")

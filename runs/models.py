@@ -250,6 +250,18 @@ def newest_first() -> list[Any]:
 ELIGIBLE = Q(status=RunStatus.PASSED, visibility=Visibility.PUBLISHED, quarantined=False, is_reference=False)
 
 
+# What for_listing leaves in the database (the run page asks for everything: runs.selectors.run_get).
+LISTING_DEFERRED = (
+    "benchmark__definition",
+    "benchmark__reference_code",
+    "benchmark__description",
+    "group__key_document",
+    "protocol__document",
+    "environment__document",
+    "implementation__document",
+)
+
+
 class RunQuerySet(models.QuerySet):
     def visible(self) -> RunQuerySet:
         """Runs whose pages show their content (not tombstones)."""
@@ -263,7 +275,9 @@ class RunQuerySet(models.QuerySet):
         return self.annotate(eligible=models.ExpressionWrapper(ELIGIBLE, output_field=models.BooleanField()))
 
     def for_listing(self) -> RunQuerySet:
-        # One JOIN for everything a list row shows; avoids a query per row.
+        # One JOIN for everything a list row shows; avoids a query per row. The related rows'
+        # documents and long texts stay in the database: a list shows their names and digests,
+        # and a page of 100 rows would otherwise carry ~10 kB of them per row.
         return self.select_related(
             "source",
             "benchmark",
@@ -273,7 +287,7 @@ class RunQuerySet(models.QuerySet):
             "implementation",
             "implementation__project",
             "protocol",
-        )
+        ).defer(*LISTING_DEFERRED)
 
 
 class Run(models.Model):

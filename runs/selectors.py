@@ -44,7 +44,8 @@ class RunGone(Exception):
 
 
 def _run_queryset() -> QuerySet[Run]:
-    return Run.objects.for_listing().select_related("benchmark__workload", "workload")
+    # The run page and the compare page show the documents a list leaves out.
+    return Run.objects.for_listing().defer(None).select_related("benchmark__workload", "workload")
 
 
 def run_get(public_id: str) -> Run:
@@ -59,9 +60,12 @@ def run_get(public_id: str) -> Run:
     return run
 
 
-def group_leader(run: Run) -> Run | None:
-    """#1 of the run's comparison group, or #2 when the run is #1 itself (1 query)."""
+def group_leader(run: Run, *, full: bool = True) -> Run | None:
+    """#1 of the run's comparison group, or #2 when the run is #1 itself (1 query). Not
+    ``full``: only its id and rank (the run page links to it; the compare page shows it)."""
     wanted = 2 if run.rank == 1 else 1
+    if not full:
+        return Run.objects.filter(group_id=run.group_id, rank=wanted).only("pk", "public_id", "rank").first()
     return _run_queryset().filter(group_id=run.group_id, rank=wanted).first()
 
 
