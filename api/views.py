@@ -283,7 +283,7 @@ class GroupViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         group = selectors.group_get(kwargs["key"])
-        group.ranking_rows = list(selectors.ranking_rows(group))
+        group.ranking_rows = selectors.attach_group(list(selectors.ranking_rows(group)), group)
         return etag_response(request, serializers.GroupRankingSerializer(group).data)
 
 

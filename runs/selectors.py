@@ -14,6 +14,7 @@ from django.http import Http404
 
 from runs.models import (
     ELIGIBLE,
+    LISTING_DEFERRED,
     Benchmark,
     ComparisonGroup,
     Environment,
@@ -148,7 +149,15 @@ def _metric_order(group: ComparisonGroup, descending: bool) -> list[Any]:
 def ranking_rows(group: ComparisonGroup, *, sort: str = "rank", show_all: bool = False) -> QuerySet[Run]:
     """The ranking's rows: ranked runs with the source's reference rows in place (unranked);
     with ``show_all`` every published run of the group, with ``eligible`` annotated."""
-    rows = Run.objects.filter(group=group).visible().for_listing().with_eligibility()
+    # A group's rows share its source, benchmark and group (they are its key): those come from
+    # ``group`` (attach_group) instead of being joined and built again for every row.
+    rows = (
+        Run.objects.filter(group=group)
+        .visible()
+        .select_related("environment", "protocol", "implementation", "implementation__project")
+        .defer(*(name for name in LISTING_DEFERRED if not name.startswith(("benchmark__", "group__"))))
+        .with_eligibility()
+    )
     if not show_all:
         rows = rows.filter(Q(rank__isnull=False) | Q(is_reference=True))
     name = sort.lstrip("-")
@@ -158,6 +167,16 @@ def ranking_rows(group: ComparisonGroup, *, sort: str = "rank", show_all: bool =
         return rows.order_by(*_metric_order(group, (group.ranking_direction == "desc") != reverse))
     order = F(column).desc(nulls_last=True) if reverse else F(column).asc(nulls_last=True)
     return rows.order_by(order, "public_id")
+
+
+def attach_group(rows: list[Run], group: ComparisonGroup) -> list[Run]:
+    """Give rows of ``ranking_rows`` their group, its source and benchmark (no query when
+    ``group`` came from ``group_get``)."""
+    for run in rows:
+        run.group = group
+        run.source = group.source
+        run.benchmark = group.benchmark
+    return rows
 
 
 def paginate(queryset: QuerySet, page: Any, per_page: int = PAGE_SIZE) -> Page:

@@ -124,7 +124,7 @@ def group_detail(request: HttpRequest, key: str) -> HttpResponse:
     show_all = request.GET.get("show") == "all"
     rows = pages.with_public_flags(selectors.ranking_rows(group, sort=sort, show_all=show_all))
     page = selectors.paginate(rows, request.GET.get("page"))
-    rows = list(page.object_list)
+    rows = selectors.attach_group(list(page.object_list), group)
     rule = selectors.group_rule(group)
     fmt = score if group.ranking_metric == "sol_score" else latency
     metric_label = "SOL score" if group.ranking_metric == "sol_score" else "latency"
