@@ -4,6 +4,9 @@ moderator is never served a cached page and never leaves one behind."""
 
 from __future__ import annotations
 
+import os
+import uuid
+
 import pytest
 from django.contrib.auth.models import Group, User
 from django.core.cache import caches
@@ -12,6 +15,7 @@ from django.test import Client
 from attestations import moderation, submissions
 from kernelindex import pagecache
 from runs.models import Run
+from tests.conftest import on_ci
 from tests.factories import import_bundles, reference_bundle, sol_bundle, sol_group
 
 
@@ -125,3 +129,36 @@ def test_the_database_page_cache_serves_hits_and_follows_the_version(client, run
     caches["pages"].clear()
     # A lost version key starts again from the clock: never a number an old page was stored under.
     assert pagecache.data_version() > 10**18
+
+
+REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/13"
+
+
+def test_the_redis_page_cache_serves_hits_and_follows_the_version(client, runs, settings):
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
+    except redis.exceptions.ConnectionError:
+        if on_ci():
+            raise
+        pytest.skip(f"no Redis at {REDIS_URL}")
+    prefix = f"pages-test-{uuid.uuid4().hex}"
+    settings.CACHES = {
+        **settings.CACHES,
+        "pages": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": prefix,
+            "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
+        },
+    }
+    try:
+        url = f"/groups/{runs[0].group.key}/"
+        assert client.get(url)["X-Page-Cache"] == "miss"
+        assert client.get(url)["X-Page-Cache"] == "hit"
+        moderation.run_hide(runs[0], actor=None, reason="Withdrawn by its submitter.")
+        assert client.get(url)["X-Page-Cache"] == "miss"
+        assert pagecache.data_version() > 10**18  # started from the clock
+    finally:
+        redis.Redis.from_url(REDIS_URL).delete(*redis.Redis.from_url(REDIS_URL).keys(f"{prefix}:*") or ["-"])
