@@ -164,7 +164,7 @@ def manifest_submit(*, bundle: Any, token: ApiToken) -> Submission:
             if attempt:
                 raise
     outcome = "created" if result.created else "updated" if result.updated else "unchanged"
-    run = Run.objects.for_listing().get(public_id=result.run_ids[0])
+    run = Run.objects.for_listing().defer(None).get(public_id=result.run_ids[0])
     return Submission(outcome=outcome, run=run)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -43,6 +42,10 @@ from kernelindex.clients import client_key
 from runs import selectors
 from runs.manifests import DIGEST_FIELDS
 from runs.models import (
+    KEYSET_FIRST_TIME,
+    KEYSET_LAST_FLOAT,
+    KEYSET_LAST_INT,
+    KEYSET_LAST_TIME,
     Benchmark,
     ComparisonGroup,
     Environment,
@@ -55,10 +58,11 @@ from runs.models import (
 )
 
 # Sentinels that sort after every real value, so nulls come last in both directions.
-_LAST_INT = 2**31 - 1
-_LAST_FLOAT = 1e300
-_FIRST_TIME = datetime(1, 1, 1, tzinfo=UTC)
-_LAST_TIME = datetime(9999, 12, 31, tzinfo=UTC)
+# runs.models indexes the runs' orderings on these same expressions.
+_LAST_INT = KEYSET_LAST_INT
+_LAST_FLOAT = KEYSET_LAST_FLOAT
+_FIRST_TIME = KEYSET_FIRST_TIME
+_LAST_TIME = KEYSET_LAST_TIME
 
 
 def _count(model: Any, field: str, **conditions: Any) -> Coalesce:
@@ -236,7 +240,8 @@ class RunViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
     @action(detail=False, methods=["get"], url_path="export/bundles", pagination_class=None)
     def export_bundles(self, request: Request) -> HttpResponseBase:
         return exports.streamed(
-            exports.bundle_lines(self.filter_queryset(self.get_queryset())),
+            # The bundles carry every document a list leaves out (Run.objects.for_listing).
+            exports.bundle_lines(self.filter_queryset(self.get_queryset()).defer(None)),
             content_type=exports.JSONL,
             filename="runs.manifests.jsonl",
         )
@@ -273,12 +278,12 @@ class GroupViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self) -> QuerySet[ComparisonGroup]:
         return ComparisonGroup.objects.select_related("source", "benchmark", "benchmark__source").annotate(
-            run_count=_count(Run, "group", visibility=Visibility.PUBLISHED)
+            run_count=F("published_runs")
         )
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         group = selectors.group_get(kwargs["key"])
-        group.ranking_rows = list(selectors.ranking_rows(group))
+        group.ranking_rows = selectors.attach_group(list(selectors.ranking_rows(group)), group)
         return etag_response(request, serializers.GroupRankingSerializer(group).data)
 
 
@@ -300,7 +305,7 @@ class BenchmarkViewSet(ApiMixin, mixins.ListModelMixin, viewsets.GenericViewSet)
         groups = ComparisonGroup.objects.order_by("hardware_product", "harness_name", "harness_version", "key")
         return (
             Benchmark.objects.for_listing()
-            .annotate(run_count=_count(Run, "benchmark", visibility=Visibility.PUBLISHED))
+            .annotate(run_count=F("published_runs"))
             # One query for the groups of the whole page, not one per benchmark.
             .prefetch_related(Prefetch("groups", queryset=groups, to_attr="listed_groups"))
         )
@@ -319,7 +324,7 @@ class SourceViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self) -> QuerySet[Source]:
         return Source.objects.annotate(
-            run_count=_count(Run, "source", visibility=Visibility.PUBLISHED),
+            run_count=F("published_runs"),
             benchmark_count=_count(Benchmark, "source"),
         )
 

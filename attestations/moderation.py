@@ -26,6 +26,7 @@ from attestations.models import (
     ReportCategory,
     ReportState,
 )
+from kernelindex.pagecache import bump_data_version
 from runs import ranking
 from runs.models import Run, Visibility
 
@@ -93,6 +94,7 @@ def event_record(
     else:
         raise ValueError("a moderation event needs a target")
     signed_in = actor is not None and actor.is_authenticated
+    bump_data_version()  # every curation action can change a public page
     return ModerationEvent.objects.create(
         actor=actor if signed_in else None,
         actor_label=actor_label or (actor.get_username() if signed_in else ""),

@@ -108,6 +108,7 @@ def main() -> None:
     from runs.models import Run
 
     call_command("migrate", verbosity=0)
+    call_command("createcachetable", verbosity=0)  # the page cache's data version, bumped by imports
     rng = random.Random(args.seed)
     tag = f"{int(time.time())}"
     users = [f"user {i} | team@{i % 97}" for i in range(max(args.users, args.board_size))]

@@ -20,7 +20,8 @@ from django.db import transaction
 from ingest.rows import insert_rows
 from ingest.session import ImportSession
 from kernelindex import canonical
-from runs import ranking
+from kernelindex.pagecache import bump_data_version
+from runs import counts, ranking
 from runs.identity import public_id_candidates, run_identity
 from runs.manifests import ManifestError, VerifiedBundle
 from runs.models import ELIGIBLE, EvidenceLevel, Run, RunRevision, Visibility
@@ -120,6 +121,9 @@ def import_bundles(
             _import_batch(session, batch, result)
         ranked = _insert_pending(session)
         ranking.recompute_groups(session.touched_groups - ranked)
+        counts.refresh(ranked)  # recompute_groups refreshed the others
+        if result.created or result.updated:  # what the pages show changed
+            bump_data_version()
     return result
 
 
@@ -264,14 +268,14 @@ def _insert_pending(session: ImportSession) -> set[int]:
                 eligible=eligible[key],
             )
         )
-    counts: dict[int, int] = {}
+    ranked_counts: dict[int, int] = {}
     for group_id, rank_rows in by_group.items():
         group = groups[group_id]
         rule = ranking.RankingRule(group.ranking_metric, group.ranking_direction, group.best_per)
         for index, rank in ranking.compute_ranks(rank_rows, rule).items():
             pending[index][0]["rank"] = rank
-            counts[group_id] = counts.get(group_id, 0) + (rank is not None)
-    ranking.store_ranked_counts(list(groups.values()), counts)
+            ranked_counts[group_id] = ranked_counts.get(group_id, 0) + (rank is not None)
+    ranking.store_ranked_counts(list(groups.values()), ranked_counts)
     pks = insert_rows(Run, [row for row, _ in pending])
     actor_id = session.actor.pk if session.actor is not None else None
     insert_rows(

@@ -102,6 +102,8 @@ MIDDLEWARE = [
     "kernelindex.middleware.NoStoreForSignedInMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Innermost: conditional GET and full-page caching of public pages for anonymous visitors.
+    "kernelindex.pagecache.PageCacheMiddleware",
     # Last, as django-axes asks: it turns a lockout raised during authenticate() into the page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -174,7 +176,14 @@ if REDIS_URL:
             "BACKEND": "django_redis.cache.RedisCache",
             "LOCATION": REDIS_URL,
             "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
-        }
+        },
+        # Whole pages and the site-wide data version (kernelindex.pagecache).
+        "pages": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "pages",
+            "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
+        },
     }
 else:
     CACHES = {
@@ -184,8 +193,22 @@ else:
             "BACKEND": "kernelindex.cache.AtomicDatabaseCache",
             "LOCATION": "kernelindex_cache",
             "OPTIONS": {"MAX_ENTRIES": 100000},
-        }
+        },
+        # Whole pages and the site-wide data version (kernelindex.pagecache), in their own table
+        # so culling old pages never drops a rate-limit counter.
+        "pages": {
+            "BACKEND": "kernelindex.cache.AtomicDatabaseCache",
+            "LOCATION": "kernelindex_pages",
+            "OPTIONS": {"MAX_ENTRIES": 20000},
+        },
     }
+
+# Full-page cache of anonymous GETs (kernelindex.pagecache): how long a page is kept (0: never
+# stored; conditional GET still answers 304), and the Cache-Control it is served with.
+PAGE_CACHE_SECONDS = env_int("PAGE_CACHE_SECONDS", 3600)
+PAGE_CACHE_MAX_AGE = env_int("PAGE_CACHE_MAX_AGE", 0)
+PAGE_CACHE_SHARED_MAX_AGE = env_int("PAGE_CACHE_SHARED_MAX_AGE", 60)
+PAGE_CACHE_STALE_WHILE_REVALIDATE = env_int("PAGE_CACHE_STALE_WHILE_REVALIDATE", 300)
 
 # Mail. In development the console backend prints mail to the log; in production the default is
 # SMTP, and without a real mail server password reset is off (see PASSWORD_RESET below).
@@ -193,6 +216,7 @@ EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or (
     "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend"
 )
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "") or "localhost"
+
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")

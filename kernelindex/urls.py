@@ -3,7 +3,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import urls as auth_urls
-from django.http import Http404, HttpRequest, HttpResponseBase
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.urls import URLPattern, include, path
 
 # Password reset mails a link: without a mail server (PASSWORD_RESET off) its pages are 404s.
@@ -33,7 +33,13 @@ def _account_urls() -> list[URLPattern]:
     return patterns
 
 
+def healthz(request: HttpRequest) -> HttpResponse:
+    """The trivial view: no database, no template. bench/pages.py measures every page against it."""
+    return HttpResponse("ok", content_type="text/plain")
+
+
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/", include("api.urls")),
     path("accounts/", include(_account_urls())),

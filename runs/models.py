@@ -12,12 +12,14 @@ and a hidden or retracted run keeps its page as a tombstone.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Q, Value
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 
 from kernelindex import canonical, links
@@ -63,6 +65,9 @@ class Source(models.Model):
     name = models.CharField(max_length=200)
     url = models.URLField(blank=True)
     description = models.TextField(blank=True)
+    published_runs = models.PositiveIntegerField(
+        default=0, editable=False, help_text="Published runs; kept at every write by runs.counts."
+    )
 
     class Meta:
         ordering = ["name"]
@@ -97,6 +102,9 @@ class Benchmark(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
         help_text="The source's current workload for this benchmark.",
+    )
+    published_runs = models.PositiveIntegerField(
+        default=0, editable=False, help_text="Published runs; kept at every write by runs.counts."
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -204,6 +212,9 @@ class ComparisonGroup(models.Model):
     ranked_count = models.PositiveIntegerField(
         default=0, help_text="Runs holding a rank in the group; written by runs.ranking with the ranks."
     )
+    published_runs = models.PositiveIntegerField(
+        default=0, editable=False, help_text="Published runs; kept at every write by runs.counts."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -246,8 +257,35 @@ class RunStatus(models.TextChoices):
     UNKNOWN = "unknown", "unknown"
 
 
+# Keyset sentinels: the API orders nullable columns by COALESCE(column, sentinel) so nulls come
+# last; the indexes below are built on the same expressions, so those orderings read an index.
+KEYSET_FIRST_TIME = datetime(1, 1, 1, tzinfo=UTC)
+KEYSET_LAST_TIME = datetime(9999, 12, 31, tzinfo=UTC)
+KEYSET_LAST_INT = 2**31 - 1
+KEYSET_LAST_FLOAT = 1e300
+
+
+def newest_first() -> list[Any]:
+    """Runs newest first, never-observed last, then by public id: the order of every "latest
+    runs" list, written as the API's keyset writes it so one index serves both (and SQLite,
+    which cannot index NULLS LAST, too)."""
+    return [Coalesce("observed_at", Value(KEYSET_FIRST_TIME)).desc(), "public_id"]
+
+
 # The one eligibility rule of DESIGN §4: ranking, pages and the API all use this Q.
 ELIGIBLE = Q(status=RunStatus.PASSED, visibility=Visibility.PUBLISHED, quarantined=False, is_reference=False)
+
+
+# What for_listing leaves in the database (the run page asks for everything: runs.selectors.run_get).
+LISTING_DEFERRED = (
+    "benchmark__definition",
+    "benchmark__reference_code",
+    "benchmark__description",
+    "group__key_document",
+    "protocol__document",
+    "environment__document",
+    "implementation__document",
+)
 
 
 class RunQuerySet(models.QuerySet):
@@ -263,7 +301,9 @@ class RunQuerySet(models.QuerySet):
         return self.annotate(eligible=models.ExpressionWrapper(ELIGIBLE, output_field=models.BooleanField()))
 
     def for_listing(self) -> RunQuerySet:
-        # One JOIN for everything a list row shows; avoids a query per row.
+        # One JOIN for everything a list row shows; avoids a query per row. The related rows'
+        # documents and long texts stay in the database: a list shows their names and digests,
+        # and a page of 100 rows would otherwise carry ~10 kB of them per row.
         return self.select_related(
             "source",
             "benchmark",
@@ -273,7 +313,7 @@ class RunQuerySet(models.QuerySet):
             "implementation",
             "implementation__project",
             "protocol",
-        )
+        ).defer(*LISTING_DEFERRED)
 
 
 class Run(models.Model):
@@ -286,8 +326,9 @@ class Run(models.Model):
     labels = models.JSONField(default=dict, blank=True)
 
     source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="runs")
-    benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="runs")
-    group = models.ForeignKey(ComparisonGroup, on_delete=models.PROTECT, related_name="runs")
+    # No index of their own: the composite indexes below lead with them.
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="runs", db_index=False)
+    group = models.ForeignKey(ComparisonGroup, on_delete=models.PROTECT, related_name="runs", db_index=False)
     protocol = models.ForeignKey(Protocol, on_delete=models.PROTECT, related_name="runs")
     environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="runs")
     workload = models.ForeignKey(Workload, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
@@ -301,7 +342,7 @@ class Run(models.Model):
     implementation_digest = models.CharField(max_length=71, blank=True)
 
     external_id = models.CharField(max_length=300)
-    submitter = models.CharField(max_length=300, blank=True, db_index=True)
+    submitter = models.CharField(max_length=300, blank=True)
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.PASSED)
     status_detail = models.CharField(max_length=200, blank=True)
     evidence_level = models.CharField(
@@ -340,10 +381,33 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-observed_at", "public_id"]
+        # One index per list the pages and the API offer, in the list's own order, so a page
+        # of any of them reads a few index entries however many runs there are
+        # (tests/runs/test_indexes.py asks PostgreSQL's EXPLAIN).
         indexes = [
-            models.Index(fields=["group", "rank"]),
-            models.Index(fields=["benchmark", "group"]),
-            models.Index(fields=["observed_at"]),
+            models.Index(fields=["group", "rank"]),  # ranking pages, leaders, a benchmark's top runs
+            # newest_first(): latest runs (home, sources), /api/v1/runs/ in its default order
+            # (-observedAt); filtered by benchmark; one submitter's runs.
+            models.Index(
+                Coalesce("observed_at", Value(KEYSET_FIRST_TIME)).desc(),
+                "public_id",
+                condition=Q(visibility="published"),
+                name="run_newest_first",
+            ),
+            models.Index(
+                "benchmark",
+                Coalesce("observed_at", Value(KEYSET_FIRST_TIME)).desc(),
+                "public_id",
+                condition=Q(visibility="published"),
+                name="run_api_benchmark_observed",
+            ),
+            models.Index(
+                "submitter",
+                Coalesce("observed_at", Value(KEYSET_FIRST_TIME)).desc(),
+                "public_id",
+                condition=Q(visibility="published"),
+                name="run_submitter_observed",
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -123,12 +123,15 @@ def recompute_groups(group_ids: Iterable[int]) -> int:
     One query loads the groups, one loads their runs, one bulk update writes the changes; the
     groups whose number of ranked runs changed get it stored too (``ranked_count``, the M of
     "rank N of M"), so no page counts a group's ranked runs per row.
+    The groups' stored run counts are refreshed with them (``runs.counts``).
     """
+    from runs import counts as stored_counts
     from runs.models import ComparisonGroup, Run
 
     group_ids = sorted(set(group_ids))
     if not group_ids:
         return 0
+    stored_counts.refresh(group_ids)
     groups = {
         group.pk: group
         for group in ComparisonGroup.objects.filter(pk__in=group_ids).only(

@@ -14,6 +14,7 @@ from django.http import Http404
 
 from runs.models import (
     ELIGIBLE,
+    LISTING_DEFERRED,
     Benchmark,
     ComparisonGroup,
     Environment,
@@ -21,6 +22,7 @@ from runs.models import (
     Run,
     Source,
     Visibility,
+    newest_first,
 )
 from runs.ranking import RankingRule
 
@@ -43,7 +45,8 @@ class RunGone(Exception):
 
 
 def _run_queryset() -> QuerySet[Run]:
-    return Run.objects.for_listing().select_related("benchmark__workload", "workload")
+    # The run page and the compare page show the documents a list leaves out.
+    return Run.objects.for_listing().defer(None).select_related("benchmark__workload", "workload")
 
 
 def run_get(public_id: str) -> Run:
@@ -58,9 +61,12 @@ def run_get(public_id: str) -> Run:
     return run
 
 
-def group_leader(run: Run) -> Run | None:
-    """#1 of the run's comparison group, or #2 when the run is #1 itself (1 query)."""
+def group_leader(run: Run, *, full: bool = True) -> Run | None:
+    """#1 of the run's comparison group, or #2 when the run is #1 itself (1 query). Not
+    ``full``: only its id and rank (the run page links to it; the compare page shows it)."""
     wanted = 2 if run.rank == 1 else 1
+    if not full:
+        return Run.objects.filter(group_id=run.group_id, rank=wanted).only("pk", "public_id", "rank").first()
     return _run_queryset().filter(group_id=run.group_id, rank=wanted).first()
 
 
@@ -143,7 +149,15 @@ def metric_order(group: ComparisonGroup, descending: bool) -> list[Any]:
 def ranking_rows(group: ComparisonGroup, *, sort: str = "rank", show_all: bool = False) -> QuerySet[Run]:
     """The ranking's rows: ranked runs with the source's reference rows in place (unranked);
     with ``show_all`` every published run of the group, with ``eligible`` annotated."""
-    rows = Run.objects.filter(group=group).visible().for_listing().with_eligibility()
+    # A group's rows share its source, benchmark and group (they are its key): those come from
+    # ``group`` (attach_group) instead of being joined and built again for every row.
+    rows = (
+        Run.objects.filter(group=group)
+        .visible()
+        .select_related("environment", "protocol", "implementation", "implementation__project")
+        .defer(*(name for name in LISTING_DEFERRED if not name.startswith(("benchmark__", "group__"))))
+        .with_eligibility()
+    )
     if not show_all:
         rows = rows.filter(Q(rank__isnull=False) | Q(is_reference=True))
     name = sort.lstrip("-")
@@ -153,6 +167,16 @@ def ranking_rows(group: ComparisonGroup, *, sort: str = "rank", show_all: bool =
         return rows.order_by(*metric_order(group, (group.ranking_direction == "desc") != reverse))
     order = F(column).desc(nulls_last=True) if reverse else F(column).asc(nulls_last=True)
     return rows.order_by(order, "public_id")
+
+
+def attach_group(rows: list[Run], group: ComparisonGroup) -> list[Run]:
+    """Give rows of ``ranking_rows`` their group, its source and benchmark (no query when
+    ``group`` came from ``group_get``)."""
+    for run in rows:
+        run.group = group
+        run.source = group.source
+        run.benchmark = group.benchmark
+    return rows
 
 
 def paginate(queryset: QuerySet, page: Any, per_page: int = PAGE_SIZE) -> Page:
@@ -178,7 +202,7 @@ def benchmark_groups(benchmark: Benchmark) -> list[dict[str, Any]]:
     """Each comparison group of a benchmark with its run count and top runs (2 queries)."""
     groups = list(
         ComparisonGroup.objects.filter(benchmark=benchmark)
-        .annotate(run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)))
+        .annotate(run_count=F("published_runs"))
         .order_by("hardware_product", "harness_name", "-harness_version")[:50]
     )
     top = (
@@ -194,17 +218,17 @@ def benchmark_groups(benchmark: Benchmark) -> list[dict[str, Any]]:
 
 
 def home_lists() -> dict[str, Any]:
-    """Sources with run counts, the most-run benchmarks, the latest runs (3 queries)."""
-    published = Q(runs__visibility=Visibility.PUBLISHED)
+    """Sources with run counts, the most-run benchmarks, the latest runs (3 queries; the counts
+    are stored at write time by runs.counts, the latest runs read the run_newest_first index)."""
     return {
-        "sources": list(Source.objects.annotate(run_count=Count("runs", filter=published)).order_by("name")),
+        "sources": list(Source.objects.annotate(run_count=F("published_runs")).order_by("name")),
         "benchmarks": list(
             Benchmark.objects.for_listing()
-            .annotate(run_count=Count("runs", filter=published))
-            .filter(run_count__gt=0)
-            .order_by("-run_count", "native_id")[:12]
+            .annotate(run_count=F("published_runs"))
+            .filter(published_runs__gt=0)
+            .order_by("-published_runs", "native_id")[:12]
         ),
-        "latest_runs": list(Run.objects.visible().for_listing().order_by(F("observed_at").desc(nulls_last=True))[:20]),
+        "latest_runs": list(Run.objects.visible().for_listing().order_by(*newest_first())[:20]),
     }
 
 
@@ -217,19 +241,20 @@ def source_get(slug: str) -> Source:
 
 def source_benchmarks(source: Source) -> QuerySet[Benchmark]:
     """The source's benchmarks, and the benchmarks of other sources it has runs on (KernelIndex's
-    reruns belong to SOL-ExecBench's benchmarks): one query with a subquery."""
+    reruns belong to SOL-ExecBench's benchmarks): one query with a subquery over the source's
+    comparison groups (every run's group has the run's source), not over its runs."""
     return (
-        Benchmark.objects.filter(Q(source=source) | Q(pk__in=Run.objects.filter(source=source).values("benchmark_id")))
+        Benchmark.objects.filter(
+            Q(source=source) | Q(pk__in=ComparisonGroup.objects.filter(source=source).values("benchmark_id"))
+        )
         .select_related("source")
-        .annotate(run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)))
+        .annotate(run_count=F("published_runs"))
         .order_by("collection", "numeric_id", "native_id")
     )
 
 
 def latest_runs(**filters: Any) -> list[Run]:
-    return list(
-        Run.objects.visible().filter(**filters).for_listing().order_by(F("observed_at").desc(nulls_last=True))[:20]
-    )
+    return list(Run.objects.visible().filter(**filters).for_listing().order_by(*newest_first())[:20])
 
 
 def project_get(slug: str) -> Project:
@@ -250,12 +275,7 @@ def project_revisions(project: Project) -> list[Any]:
 
 
 def project_runs(project: Project) -> QuerySet[Run]:
-    return (
-        Run.objects.visible()
-        .filter(implementation__project=project)
-        .for_listing()
-        .order_by(F("observed_at").desc(nulls_last=True), "public_id")
-    )
+    return Run.objects.visible().filter(implementation__project=project).for_listing().order_by(*newest_first())
 
 
 def environment_get(digest: str) -> Environment:
@@ -266,12 +286,7 @@ def environment_get(digest: str) -> Environment:
 
 
 def environment_runs(environment: Environment) -> QuerySet[Run]:
-    return (
-        Run.objects.visible()
-        .filter(environment=environment)
-        .for_listing()
-        .order_by(F("observed_at").desc(nulls_last=True), "public_id")
-    )
+    return Run.objects.visible().filter(environment=environment).for_listing().order_by(*newest_first())
 
 
 def search(query: str) -> dict[str, list[Any]]:
@@ -289,7 +304,7 @@ def search(query: str) -> dict[str, list[Any]]:
         "benchmarks": list(
             Benchmark.objects.for_listing()
             .filter(benchmark_q)
-            .annotate(run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)))
+            .annotate(run_count=F("published_runs"))
             .order_by("-run_count", "native_id")[:SEARCH_LIMIT]
         ),
         "submitters": list(
@@ -311,9 +326,4 @@ def search(query: str) -> dict[str, list[Any]]:
 
 
 def submitter_runs(submitter: str) -> QuerySet[Run]:
-    return (
-        Run.objects.visible()
-        .filter(submitter=submitter)
-        .for_listing()
-        .order_by(F("observed_at").desc(nulls_last=True), "public_id")
-    )
+    return Run.objects.visible().filter(submitter=submitter).for_listing().order_by(*newest_first())

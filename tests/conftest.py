@@ -12,7 +12,9 @@ Marks:
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,3 +42,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "browser" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def page_cache(settings: Any) -> Iterator[None]:
+    """Each test gets an empty page cache of its own in memory (kernelindex.pagecache), so a page
+    cached by one test is never served to the next one, whose database was rolled back; pages
+    still go through the cache and its validators as in production. A database page cache
+    would add its reads and writes to every query count the tests pin (the tests in
+    tests/kernelindex/test_pagecache.py cover the database cache itself)."""
+    from django.core.cache import caches
+
+    settings.CACHES = {
+        **settings.CACHES,
+        "pages": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "ki-test-pages"},
+    }
+    pages = caches["pages"]
+    pages.clear()
+    yield
+    pages.clear()

@@ -237,7 +237,7 @@ def run_page(public_id: str) -> RunPage:
     latency = run.spec.get("timing", {}).get("latencyNs", {})
     return RunPage(
         run=run,
-        leader=group_leader(run),
+        leader=group_leader(run, full=False),
         attestations=_published_attestations(run),
         flags=list(run.reports.public_flags().order_by("created_at")),
         cases=case_rows(run, run.shown_workload),

@@ -118,11 +118,13 @@ def group_detail(request: HttpRequest, key: str) -> HttpResponse:
         return tables.bad_query(request, error)
     chosen = tables.wants_download(request)
     if chosen:
-        return tables.download_runs(table.rows, chosen, f"group-{group.key.removeprefix('sha256:')[:16]}")
+        # The ranking rows leave out what the group gives every row; a download writes them.
+        rows = table.rows.select_related("source", "benchmark__source", "group")
+        return tables.download_runs(rows, chosen, f"group-{group.key.removeprefix('sha256:')[:16]}")
     page = selectors.paginate(pages.with_public_flags(table.rows), request.GET.get("page"))
-    rows = list(page.object_list)
-    for run in rows:
-        run.group = group  # the group's ranked_count for "rank N of M", already loaded
+    # The group's own source, benchmark and ranked_count ("rank N of M"), already loaded: the
+    # rows join only what differs between them.
+    rows = selectors.attach_group(list(page.object_list), group)
     rule = selectors.group_rule(group)
     metric_label = "SOL score" if group.ranking_metric == "sol_score" else "latency"
     return render(

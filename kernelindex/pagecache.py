@@ -1,0 +1,243 @@
+"""A cache in front of the public pages: a site-wide data version, conditional GET and full-page
+caching for anonymous visitors.
+
+*The data version* is one integer in the ``pages`` cache (Redis with ``REDIS_URL``, the
+database cache otherwise). Every write that can change a page bumps it: the import engine, the
+moderation services, community submissions, and — as a net for anything else, the admin's
+change forms included — every successful POST/PUT/PATCH/DELETE through the site. A bump
+increments the key at once and again when the surrounding transaction commits, so a page
+rendered from not-yet-committed data is never served under the version that follows the
+commit. When the key is missing (a fresh cache, an eviction) it starts again from the clock in
+nanoseconds, so it never comes back to a number an older cached page was stored under.
+
+*Pages* carry the version in their validator (``ETag: "ki-<version>-<day>"``; the day because
+the citation page prints today's date), so a matching ``If-None-Match`` is answered 304 without
+rendering; the full response of an anonymous GET is kept under its URL with the version it was
+rendered at, and served while the version is unchanged. One round trip (``get_many``) reads the
+version and the page together.
+
+*Never for anyone signed in*: a request that carries a session or messages cookie is passed to
+the view untouched (no lookup, no store, ``Cache-Control: private``); ``request.user`` is read
+only then, lazily. A response that sets a cookie or will have one set by an outer middleware (a
+form's CSRF token, a queued message, a changed session), varies on anything but Cookie, streams,
+or has a status other than 200/410 is never stored and gets no page ETag. Paths under /admin/, /api/
+and /accounts/ are left alone (the API keeps its own throttling and validators).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import caches
+from django.core.cache.backends.db import DatabaseCache
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseNotModified
+from django.utils import timezone
+from django.utils.cache import patch_cache_control
+from django.utils.http import http_date, parse_http_date_safe
+
+logger = logging.getLogger(__name__)
+
+VERSION_KEY = "ki:data-version"
+ALIAS = "pages"
+SKIPPED_PREFIXES = ("/admin/", "/api/", "/accounts/", "/static/", "/healthz")
+PRIVATE_COOKIES = ("sessionid", "messages")
+STORED_STATUSES = (200, 410)
+WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+
+
+def _cache() -> Any:
+    """The ``pages`` cache; a deployment that configures only ``default`` uses that one."""
+    return caches[ALIAS if ALIAS in settings.CACHES else "default"]
+
+
+def _fresh_version() -> int:
+    return time.time_ns()
+
+
+def data_version() -> int:
+    """The current site-wide data version (one cache read)."""
+    cache = _cache()
+    version = cache.get(VERSION_KEY)
+    if version is None:
+        cache.add(VERSION_KEY, _fresh_version(), timeout=None)
+        version = cache.get(VERSION_KEY)
+    return int(version)
+
+
+def _increment() -> None:
+    cache = _cache()
+    # A database cache works inside the caller's transaction: a savepoint keeps a failure (a
+    # missing cache table) from aborting the import or moderation action around it.
+    guard = transaction.atomic() if isinstance(cache, DatabaseCache) else contextlib.nullcontext()
+    try:
+        with guard:
+            try:
+                cache.incr(VERSION_KEY)
+            except ValueError:  # missing: start from the clock, above any version used before
+                if not cache.add(VERSION_KEY, _fresh_version(), timeout=None):
+                    cache.incr(VERSION_KEY)
+    except Exception:  # the write itself must not fail because the page cache is unreachable
+        logger.exception("could not bump the data version; cached pages may be stale until they expire")
+
+
+def bump_data_version() -> None:
+    """Every cached page and validator is stale from now on: call it in any write that changes
+    what a page shows. Bumps now and once more when the transaction commits (a rollback drops
+    the second bump with the transaction)."""
+    _increment()
+    if transaction.get_connection().in_atomic_block:
+        transaction.on_commit(_increment)
+
+
+def _private(request: HttpRequest) -> bool:
+    """Signed in or carrying per-visitor state: never served or stored from the cache."""
+    if any(name in request.COOKIES for name in PRIVATE_COOKIES):
+        return True
+    # Pages sign visitors in only through the session: without its cookie nobody is signed in.
+    # (Asking request.user would load the empty session and add "Vary: Cookie" to every
+    # anonymous page, which a CDN could then never share.)
+    return bool(request.COOKIES.get(settings.SESSION_COOKIE_NAME))
+
+
+def _page_key(request: HttpRequest) -> str:
+    digest = hashlib.sha256(f"{request.get_host()}|{request.get_full_path()}".encode()).hexdigest()
+    return f"ki:page:{digest}"
+
+
+def _etag(version: int) -> str:
+    return f'"ki-{version}-{timezone.now():%Y%m%d}"'
+
+
+def _etag_matches(request: HttpRequest, etag: str) -> bool:
+    header = request.headers.get("If-None-Match", "")
+    return any(candidate.strip().removeprefix("W/") == etag for candidate in header.split(","))
+
+
+def _not_modified(etag: str, last_modified: str | None) -> HttpResponseNotModified:
+    response = HttpResponseNotModified()
+    response["ETag"] = etag
+    if last_modified:
+        response["Last-Modified"] = last_modified
+    _public(response)
+    return response
+
+
+def _public(response: HttpResponseBase) -> None:
+    # Browsers revalidate (a cheap 304) after max-age; shared caches (a CDN) keep it s-maxage and
+    # serve it stale while they revalidate.
+    patch_cache_control(
+        response,
+        public=True,
+        max_age=settings.PAGE_CACHE_MAX_AGE,
+        s_maxage=settings.PAGE_CACHE_SHARED_MAX_AGE,
+        stale_while_revalidate=settings.PAGE_CACHE_STALE_WHILE_REVALIDATE,
+    )
+
+
+def _storable(request: HttpRequest, response: HttpResponseBase) -> bool:
+    if response.streaming or response.status_code not in STORED_STATUSES or response.cookies:
+        return False
+    # The middlewares outside this one set their cookies after it: ask the request whether they
+    # will (a form's CSRF token, a message queued for the next page, a changed session).
+    if request.META.get("CSRF_COOKIE_NEEDS_UPDATE"):
+        return False
+    messages = getattr(request, "_messages", None)
+    if messages is not None and getattr(messages, "_queued_messages", None):
+        return False
+    session = getattr(request, "session", None)
+    if session is not None and session.modified:
+        return False
+    vary = {part.strip().lower() for part in response.get("Vary", "").split(",") if part.strip()}
+    return vary <= {"cookie"}  # only ever stored for, and served to, requests without a session
+
+
+class CacheUnavailable(Exception):
+    pass
+
+
+class PageCacheMiddleware:
+    """Conditional GET and full-page caching of public pages for anonymous visitors."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if request.method in WRITE_METHODS:
+            response = self.get_response(request)
+            if response.status_code < 400:
+                bump_data_version()
+            return response
+        if request.method not in ("GET", "HEAD") or request.path.startswith(SKIPPED_PREFIXES):
+            return self.get_response(request)
+        if _private(request):
+            response = self.get_response(request)
+            patch_cache_control(response, private=True)
+            return response
+        try:
+            return self._anonymous(request)
+        except CacheUnavailable:
+            return self.get_response(request)
+
+    def _anonymous(self, request: HttpRequest) -> HttpResponseBase:
+        cache = _cache()
+        key = _page_key(request)
+        try:
+            found = cache.get_many([VERSION_KEY, key])
+            version = found.get(VERSION_KEY)
+            if version is None:
+                version = data_version()
+        except Exception as error:  # the site keeps answering, uncached, without its page cache
+            logger.exception("page cache unavailable")
+            raise CacheUnavailable from error
+        etag = _etag(version)
+        entry = found.get(key)
+        fresh = entry is not None and entry["version"] == version and entry["etag"] == etag
+        if _etag_matches(request, etag):
+            return _not_modified(etag, entry["last_modified"] if fresh else None)
+        if fresh:
+            since = parse_http_date_safe(request.headers.get("If-Modified-Since", ""))
+            modified = parse_http_date_safe(entry["last_modified"])
+            if since is not None and modified is not None and modified <= since and entry["status"] == 200:
+                return _not_modified(etag, entry["last_modified"])
+            response = HttpResponse(entry["content"], status=entry["status"])
+            for header, value in entry["headers"]:
+                response[header] = value
+            response["X-Page-Cache"] = "hit"
+            return response
+        response = self.get_response(request)
+        if not _storable(request, response):
+            return response
+        if not response.has_header("ETag"):
+            response["ETag"] = etag
+        response["Last-Modified"] = http_date()
+        _public(response)
+        if settings.PAGE_CACHE_SECONDS > 0 and request.method == "GET" and response.get("ETag") == etag:
+            headers = [(h, v) for h, v in response.items() if h.lower() not in ("vary", "x-page-cache")]
+            self._store(
+                cache,
+                key,
+                {
+                    "version": version,
+                    "etag": etag,
+                    "status": response.status_code,
+                    "headers": headers,
+                    "content": response.content,
+                    "last_modified": response["Last-Modified"],
+                },
+            )
+        response["X-Page-Cache"] = "miss"
+        return response
+
+    @staticmethod
+    def _store(cache: Any, key: str, entry: dict[str, Any]) -> None:
+        try:
+            cache.set(key, entry, timeout=settings.PAGE_CACHE_SECONDS)
+        except Exception:
+            logger.exception("could not store a page in the page cache")

@@ -1,0 +1,85 @@
+"""The main lists read an index on PostgreSQL (EXPLAIN), not the whole runs table.
+
+The test database is small, so the planner would rightly pick a sequential scan and a sort for
+it; ``enable_seqscan = off`` and ``enable_sort = off`` ask instead whether an index *can* serve
+each query as it is written: look its filter up, or give its order. The test fails when a
+query's filter or order matches no index (at a million runs it would read them all).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from runs.models import Run
+from tests.factories import sol_group
+
+pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="EXPLAIN plans are PostgreSQL's")
+
+
+def _nodes(plan: object) -> list[dict]:
+    if isinstance(plan, dict):
+        found = [plan] if "Node Type" in plan else []
+        return found + [node for value in plan.values() for node in _nodes(value)]
+    if isinstance(plan, list):
+        return [node for value in plan for node in _nodes(value)]
+    return []
+
+
+def _plan(sql: str) -> list[dict]:
+    """Every node of the query's plan when sequential scans and sorts are off (a plan keeps
+    them only when nothing else can answer the query)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_sort = off")
+        cursor.execute("EXPLAIN (FORMAT JSON) " + sql)
+        plan = cursor.fetchone()[0]
+        cursor.execute("SET LOCAL enable_seqscan = on")
+        cursor.execute("SET LOCAL enable_sort = on")
+    return _nodes(json.loads(plan) if isinstance(plan, str) else plan)
+
+
+def _run_queries(client, url: str) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200, url
+    return [q["sql"] for q in captured.captured_queries if 'FROM "runs_run"' in q["sql"] and "SELECT" in q["sql"]]
+
+
+@pytest.mark.django_db
+def test_the_main_list_queries_read_an_index(client):
+    sol_group(30)
+    sol_group(30, kernel="010_attention_value_projection_with_transpose")  # so a filter selects
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE runs_run")
+    run = Run.objects.order_by("rank")[10]
+    benchmark = urllib.parse.urlencode({"benchmark": run.benchmark.native_id})
+    # url → the column an index looks up; None: an unfiltered list, which must come in an
+    # index's order (no Sort: a page reads its rows and stops).
+    lists = {
+        "/": None,  # latest runs
+        "/api/v1/runs/": None,  # the API list in its default order (-observedAt)
+        f"/api/v1/runs/?{benchmark}": "benchmark_id",
+        f"/search/?submitter={urllib.parse.quote(run.submitter)}": "submitter",
+        f"/groups/{run.group.key}/": "group_id",  # a group's ranking: its row count and one page
+    }
+    for url, column in lists.items():
+        queries = _run_queries(client, url)
+        assert queries, url
+        for sql in queries:
+            nodes = _plan(sql)
+            runs = [node for node in nodes if node.get("Relation Name") == "runs_run"]
+            assert runs, sql
+            for node in runs:
+                assert node["Node Type"] != "Seq Scan", (url, sql)
+            # An index scan's Index Cond, or a bitmap heap scan's Recheck Cond (its index's).
+            conditions = " ".join(node.get("Index Cond", "") + node.get("Recheck Cond", "") for node in runs)
+            looked_up = column is not None and column in conditions
+            ordered = not [node for node in nodes if node["Node Type"] == "Sort"]
+            # A filtered list looks its rows up in an index, or walks one in the list's order and
+            # stops after a page (the planner's choice when, as here, most runs match).
+            assert looked_up or ordered, (url, sql)
