@@ -14,10 +14,15 @@ class _Text(HTMLParser):
         self.parts: list[str] = []
         self.title: list[str] = []
         self.stack: list[str] = []
+        self.glue = False  # after a <wbr>: the next text continues the word, no space
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         if tag in self.HIDDEN or tag == "title":
             self.stack.append(tag)
+        self.glue = tag == "wbr"
+
+    def handle_startendtag(self, tag: str, attrs: list) -> None:
+        self.handle_starttag(tag, attrs)
 
     def handle_endtag(self, tag: str) -> None:
         if self.stack and self.stack[-1] == tag:
@@ -27,7 +32,11 @@ class _Text(HTMLParser):
         if self.stack == ["head", "title"]:
             self.title.append(data)
         elif not self.stack:
-            self.parts.append(data)
+            if self.glue and self.parts:
+                self.parts[-1] += data
+            else:
+                self.parts.append(data)
+        self.glue = False
 
 
 def visible_text(html: str) -> str:

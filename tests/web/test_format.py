@@ -47,3 +47,8 @@ def test_digests_and_plain_values():
     assert kiformat.shortdigest(digest, 23) == "sha256:6fa4f85da9b80839c97c94c…"
     assert kiformat.shortdigest(digest) == "sha256:6fa4f85da9b80839…"
     assert kiformat.plain(16.0) == "16" and kiformat.plain(0.05) == "0.05" and kiformat.plain(None) == "—"
+
+
+def test_breakable_ids_wrap_only_after_slash_or_underscore_and_stay_escaped():
+    assert kiformat.breakable("level1/19_ReLU") == "level1/<wbr>19_<wbr>ReLU"
+    assert kiformat.breakable("<b>_x") == "&lt;b&gt;_<wbr>x"

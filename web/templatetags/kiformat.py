@@ -12,6 +12,8 @@ from typing import Any
 
 from django import template
 from django.utils import timezone
+from django.utils.html import conditional_escape
+from django.utils.safestring import mark_safe
 
 from kernelindex import canonical, links
 
@@ -155,3 +157,11 @@ def submitter(run: Any) -> str:
     if run.evidence_level == "kernelindex_rerun" and labels["revision"]:
         return f"{name} · {labels['revision']}"
     return name
+
+
+@register.filter
+def breakable(value: Any) -> str:
+    """An identifier that may wrap only after "/" or "_" (level1/19_ReLU), never mid-word: the
+    text escaped, with a <wbr> after each of those characters."""
+    text = conditional_escape(str(value))
+    return mark_safe(text.replace("/", "/<wbr>").replace("_", "_<wbr>"))
