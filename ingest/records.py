@@ -10,7 +10,8 @@ from typing import Any
 
 from ingest.formats.base import ImportFailure
 from kernelindex import canonical
-from runs.manifests import VerifiedBundle, canonical_time
+from kernelindex.gpus import architecture_for, normalise_product, vendor_for
+from runs.manifests import KINDS, VerifiedBundle, canonical_time
 
 # KernelIndex's note on a row that breaks one of its source's identities (imported as published,
 # with the note on its page, in the API and as an admin filter). An annotation: outside the digest.
@@ -182,3 +183,20 @@ def ms_to_ns(value: float | int) -> float | int:
     """Milliseconds as published → nanoseconds, without float noise (0.01858 ms → 18580)."""
     ns = round(value * 1_000_000, 3)
     return int(ns) if ns == int(ns) else ns
+
+
+def environment_document(gpu: str, *, name_prefix: str, libraries: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ExecutionEnvironment of a source that names only its GPU (and maybe its libraries):
+    the product normalised and its vendor and architecture from ``kernelindex.gpus``."""
+    product = normalise_product(gpu)
+    spec: dict[str, Any] = {
+        "hardware": {"vendor": vendor_for(product), "product": product, "architecture": architecture_for(product)}
+    }
+    if libraries is not None:
+        spec["software"] = {"libraries": {str(k): str(v) for k, v in libraries.items()}}
+    return {
+        "apiVersion": canonical.API_VERSION,
+        "kind": KINDS["environment"],
+        "metadata": {"name": f"{name_prefix}-" + product.lower().replace(" ", "-"), "title": product},
+        "spec": spec,
+    }

@@ -19,9 +19,8 @@ from typing import Any
 from ingest.catalogue import BenchmarkFacts
 from ingest.formats.base import Format, ImportFailure, Loaded, Parsed, register
 from ingest.formats.liger import provenance_url
-from ingest.records import DigestCache, Row, iso, make_bundle, ms_to_ns
+from ingest.records import DigestCache, Row, environment_document, iso, make_bundle, ms_to_ns
 from kernelindex import canonical
-from kernelindex.gpus import architecture_for, normalise_product, vendor_for
 from runs.identity import humanize_benchmark_name
 from runs.manifests import A_PROVENANCE_URL, KINDS, VerifiedBundle
 
@@ -160,16 +159,7 @@ def _protocol(uuid: str, axes_text: str) -> dict[str, Any]:
 
 
 def _environment(hardware: str, libs: dict[str, Any]) -> dict[str, Any]:
-    product = normalise_product(hardware)
-    return {
-        "apiVersion": canonical.API_VERSION,
-        "kind": KINDS["environment"],
-        "metadata": {"name": "fib-" + product.lower().replace(" ", "-"), "title": product},
-        "spec": {
-            "hardware": {"vendor": vendor_for(product), "product": product, "architecture": architecture_for(product)},
-            "software": {"libraries": {str(k): str(v) for k, v in libs.items()}},
-        },
-    }
+    return environment_document(hardware, name_prefix="fib", libraries=libs)
 
 
 register(

@@ -39,9 +39,8 @@ from typing import Any
 
 from ingest.catalogue import BenchmarkFacts
 from ingest.formats.base import Format, ImportFailure, Loaded, Parsed, load, register, sidecar_for
-from ingest.records import DigestCache, Row, make_bundle, ms_to_ns
+from ingest.records import DigestCache, Row, environment_document, make_bundle, ms_to_ns
 from kernelindex import canonical, links
-from kernelindex.gpus import architecture_for, normalise_product, vendor_for
 from runs.manifests import A_PROVENANCE_URL, KINDS, VerifiedBundle
 
 FORMAT = "kernelbench-timing"
@@ -238,15 +237,7 @@ def _protocol(commit: str, config: str, trials: int, device: str) -> dict[str, A
 
 
 def _environment(hardware: str) -> dict[str, Any]:
-    product = normalise_product(hardware)
-    return {
-        "apiVersion": canonical.API_VERSION,
-        "kind": KINDS["environment"],
-        "metadata": {"name": "kernelbench-" + product.lower().replace(" ", "-"), "title": product},
-        "spec": {
-            "hardware": {"vendor": vendor_for(product), "product": product, "architecture": architecture_for(product)},
-        },
-    }
+    return environment_document(hardware, name_prefix="kernelbench")
 
 
 register(Format(FORMAT, "KernelBench timing JSON ({levelN: {problem.py: {mean, std, min, max, …}}})", detect, parse))

@@ -34,9 +34,8 @@ from typing import Any
 
 from ingest.catalogue import BenchmarkFacts
 from ingest.formats.base import Format, ImportFailure, Loaded, Parsed, register, sidecar_for
-from ingest.records import DigestCache, Row, iso, make_bundle, ms_to_ns
+from ingest.records import DigestCache, Row, environment_document, iso, make_bundle, ms_to_ns
 from kernelindex import canonical
-from kernelindex.gpus import architecture_for, normalise_product, vendor_for
 from runs.manifests import A_PROVENANCE_URL, KINDS, VerifiedBundle
 
 FORMAT = "liger-benchmark-csv"
@@ -234,15 +233,7 @@ def _protocol(version: str, x_name: str, x_value: str, extra: Any, extra_json: s
 
 
 def _environment(gpu: str) -> dict[str, Any]:
-    product = normalise_product(gpu)
-    return {
-        "apiVersion": canonical.API_VERSION,
-        "kind": KINDS["environment"],
-        "metadata": {"name": "liger-" + product.lower().replace(" ", "-"), "title": product},
-        "spec": {
-            "hardware": {"vendor": vendor_for(product), "product": product, "architecture": architecture_for(product)}
-        },
-    }
+    return environment_document(gpu, name_prefix="liger")
 
 
 register(Format(FORMAT, "Liger-Kernel benchmark CSV (kernel_name, kernel_provider, …, liger_version)", detect, parse))
