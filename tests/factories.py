@@ -6,10 +6,14 @@ runs); tests about real results use the shipped files under data/.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from django.db import transaction
 
 from ingest import engine
 from kernelindex import canonical
@@ -103,3 +107,24 @@ def sol_group(n: int, **kwargs: Any) -> engine.ImportResult:
         for i in range(n)
     ]
     return import_bundles(bundles)
+
+
+@contextlib.contextmanager
+def kept_for_the_module(django_db_blocker: Any, load: Callable[[], Any]) -> Iterator[None]:
+    """Run ``load`` once inside a transaction that is rolled back when the block ends: the data
+    stays for a module's tests, whose own transactions nest in it as savepoints."""
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            load()
+        except BaseException:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+            raise
+    try:
+        yield
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)

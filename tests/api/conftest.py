@@ -17,12 +17,11 @@ from unittest import mock
 import pytest
 from django.core.cache import cache
 from django.core.management import call_command
-from django.db import transaction
 from rest_framework.test import APIClient
 
 from api.services import api_token_issue
 from kernelindex import canonical
-from tests.factories import FIRST_BATCH_AND_RERUNS, REPO, import_bundles, sol_bundle
+from tests.factories import FIRST_BATCH_AND_RERUNS, REPO, import_bundles, kept_for_the_module, sol_bundle
 
 DATA = REPO / "data"
 # When the shipped data was "published" in the golden files: pins publishedAt.
@@ -83,19 +82,8 @@ def import_shipped_data() -> None:
 def _shipped_module(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
     """The shipped data, imported once per test module inside a transaction that is rolled
     back after the module; each test's own transaction nests in it as a savepoint."""
-    with django_db_blocker.unblock():
-        outer = transaction.atomic()
-        outer.__enter__()
-        try:
-            import_shipped_data()
-        except BaseException:
-            transaction.set_rollback(True)
-            outer.__exit__(None, None, None)
-            raise
-    yield
-    with django_db_blocker.unblock():
-        transaction.set_rollback(True)
-        outer.__exit__(None, None, None)
+    with kept_for_the_module(django_db_blocker, import_shipped_data):
+        yield
 
 
 @pytest.fixture

@@ -11,28 +11,19 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.db import transaction
 from django.db.models import Count
 
 from runs.models import Benchmark, ComparisonGroup, Run
-from tests.factories import REPO
+from tests.factories import REPO, kept_for_the_module
 
 
 @pytest.fixture(scope="module")
 def corpus(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
-    with django_db_blocker.unblock():
-        outer = transaction.atomic()
-        outer.__enter__()
-        try:
-            call_command("import", str(REPO / "data"), stdout=open("/dev/null", "w"))  # noqa: SIM115
-        except BaseException:
-            transaction.set_rollback(True)
-            outer.__exit__(None, None, None)
-            raise
-    yield
-    with django_db_blocker.unblock():
-        transaction.set_rollback(True)
-        outer.__exit__(None, None, None)
+    def load() -> None:
+        call_command("import", str(REPO / "data"), stdout=open("/dev/null", "w"))  # noqa: SIM115
+
+    with kept_for_the_module(django_db_blocker, load):
+        yield
 
 
 @pytest.fixture
