@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from runs.models import Run
-from tests.factories import REPO
+from tests.factories import FIRST_BATCH_AND_RERUNS
 from tests.web.pages import visible_text
 from web import charts
 from web.charts.scale import auto_scale, linear_scale, log_scale
@@ -40,7 +40,7 @@ def test_a_chart_has_two_layouts_each_titled_and_described_and_a_hidden_table():
 
 @pytest.fixture
 def imported(db) -> None:
-    call_command("import", str(REPO / "data"), verbosity=0)
+    call_command("import", *map(str, FIRST_BATCH_AND_RERUNS), verbosity=0)  # the runs these tests read
 
 
 def test_a_trace_run_charts_its_cases_against_baseline_and_speed_of_light(client, imported):
