@@ -211,15 +211,16 @@ class LiveSite:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _live_postgres(site: LiveSite) -> Callable[[], None] | None:
-    """On the PostgreSQL test run, serve from a fresh database of our own next to pytest's."""
+def _live_postgres(site: LiveSite, suffix: str = "attest_live") -> Callable[[], None] | None:
+    """On the PostgreSQL test run, serve from a fresh database of our own next to pytest's
+    (``suffix`` keeps two live sites of one session apart)."""
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith(("postgres://", "postgresql://")):
         return None
     import psycopg
 
     parts = urllib.parse.urlsplit(url)
-    name = f"{parts.path.lstrip('/') or 'kernelindex'}_attest_live"
+    name = f"{parts.path.lstrip('/') or 'kernelindex'}_{suffix}"
     admin_url = urllib.parse.urlunsplit(parts._replace(scheme="postgresql", path="/postgres"))
 
     def execute(sql: str) -> None:

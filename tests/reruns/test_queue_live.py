@@ -34,7 +34,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def site() -> Iterator[LiveSite]:
     site = LiveSite()
-    drop = _live_postgres(site)
+    drop = _live_postgres(site, suffix="queue_live")  # beside the session's attestation site
     try:
         site.manage("migrate", "--noinput", "-v", "0")
         site.manage("createcachetable")
