@@ -18,7 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q, Value
+from django.db.models import Q, Value
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 
@@ -386,22 +386,7 @@ class Run(models.Model):
         # (tests/runs/test_indexes.py asks PostgreSQL's EXPLAIN).
         indexes = [
             models.Index(fields=["group", "rank"]),  # leaders, a benchmark's top runs
-            # A group's ranking page in the ranking rule's order (selectors.metric_order), reference
-            # rows in place: SOL-score groups (descending) and latency groups (ascending).
-            models.Index(
-                "group",
-                F("sol_score").desc(nulls_last=True),
-                F("observed_at").asc(nulls_last=True),
-                "public_id",
-                name="run_group_sol_order",
-            ),
-            models.Index(
-                "group",
-                F("latency_ns").asc(nulls_last=True),
-                F("observed_at").asc(nulls_last=True),
-                "public_id",
-                name="run_group_latency_order",
-            ),
+            # (a group's ranking page in its rule's order: runs/migrations/0007, PostgreSQL only)
             # newest_first(): latest runs (home, sources), /api/v1/runs/ in its default order
             # (-observedAt); filtered by benchmark; one submitter's runs.
             models.Index(
