@@ -253,3 +253,20 @@ def test_a_benchmark_lists_its_source_runs_and_kernelindex_reruns(client: Any, s
     rows = client.get("/api/v1/runs/", {**params, "limit": 500}).json()["results"]
     assert {row["evidenceLevel"] for row in rows} == {"source_reported", "kernelindex_rerun"}
     assert {row["source"] for row in rows} >= {"sol-execbench", "kernelindex"}
+
+
+def test_run_items_equal_the_declared_fields_field_by_field(shipped_data: None) -> None:
+    """RunSerializer builds its item in one function (serializers.run_item) for speed; for every
+    shipped run it must be exactly what DRF's field-by-field pass over the declared fields gives,
+    key order included (the list and the detail serializer)."""
+    from rest_framework import serializers as drf
+
+    from api.serializers import RunDetailSerializer, RunSerializer
+
+    runs = list(Run.objects.for_listing().defer(None).order_by("pk"))
+    assert len(runs) > 250
+    for run in runs:
+        for cls in (RunSerializer, RunDetailSerializer):
+            fast = cls(run).data
+            declared = drf.Serializer.to_representation(cls(run), run)
+            assert list(fast.items()) == list(declared.items()), (cls.__name__, run.public_id)
