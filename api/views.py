@@ -52,6 +52,7 @@ from runs.models import (
     Implementation,
     Protocol,
     Run,
+    Sentinel,
     Source,
     Visibility,
     Workload,
@@ -152,24 +153,24 @@ class ApiRootView(ApiMixin, GenericAPIView):
 
 RUN_ORDERINGS = {
     "-observedAt": [
-        Key("k_observed", Coalesce(F("observed_at"), Value(_FIRST_TIME)), True, "datetime"),
+        Key("k_observed", Coalesce(F("observed_at"), Sentinel(_FIRST_TIME)), True, "datetime"),
         Key("public_id", None, False, "str"),
     ],
     "observedAt": [
-        Key("k_observed", Coalesce(F("observed_at"), Value(_LAST_TIME)), False, "datetime"),
+        Key("k_observed", Coalesce(F("observed_at"), Sentinel(_LAST_TIME)), False, "datetime"),
         Key("public_id", None, False, "str"),
     ],
     "rank": [
-        Key("k_rank", Coalesce(F("rank"), Value(_LAST_INT)), False, "int"),
-        Key("k_latency", Coalesce(F("latency_ns"), Value(_LAST_FLOAT)), False, "float"),
+        Key("k_rank", Coalesce(F("rank"), Sentinel(_LAST_INT)), False, "int"),
+        Key("k_latency", Coalesce(F("latency_ns"), Sentinel(_LAST_FLOAT)), False, "float"),
         Key("public_id", None, False, "str"),
     ],
     "latency": [
-        Key("k_latency", Coalesce(F("latency_ns"), Value(_LAST_FLOAT)), False, "float"),
+        Key("k_latency", Coalesce(F("latency_ns"), Sentinel(_LAST_FLOAT)), False, "float"),
         Key("public_id", None, False, "str"),
     ],
     "-latency": [
-        Key("k_latency", Coalesce(F("latency_ns"), Value(-1.0)), True, "float"),
+        Key("k_latency", Coalesce(F("latency_ns"), Sentinel(-1.0)), True, "float"),
         Key("public_id", None, False, "str"),
     ],
 }
@@ -325,7 +326,8 @@ class SourceViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
     def get_queryset(self) -> QuerySet[Source]:
         return Source.objects.annotate(
             run_count=F("published_runs"),
-            benchmark_count=_count(Benchmark, "source"),
+            # Every benchmark of its catalogue (Source.benchmark_count counts those with runs).
+            catalogue_benchmarks=_count(Benchmark, "source"),
         )
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:

@@ -1,11 +1,24 @@
-"""Run counts kept at write time: ``published_runs`` of comparison groups, benchmarks and sources.
+"""Figures kept at write time: how many published runs (and submitters, benchmarks, GPUs) each
+comparison group, benchmark, source and project has, and when its latest run was observed.
 
-The home page, benchmark pages, search and the API show how many published runs each has; counting
-them per request is a COUNT over the runs table (seconds at a million runs). Every write that
-can change a count (an import, a moderation action) already recomputes the ranks of the groups
-it touched through ``runs.ranking.recompute_groups``, and that calls ``refresh`` with the same
-groups: one grouped count of the touched groups' runs, sums of the groups' counts for their
-benchmarks and sources, and an update of the rows whose count changed.
+The home page, the index pages (benchmarks, GPUs, sources, projects), benchmark pages, search and
+the API show them; computing them per request is a COUNT over the runs table (seconds at a
+million runs). Every write that can change one (an import, a moderation action) already
+recomputes the ranks of the groups it touched through ``runs.ranking.recompute_groups``, and that
+calls ``refresh`` with the same groups.
+
+What is stored where (published runs only; "submitters" leaves reference rows out):
+
+- ComparisonGroup: ``published_runs``, ``last_observed_at``.
+- Benchmark: ``published_runs``, ``submitter_count``, ``last_observed_at``.
+- Source: ``published_runs``, ``benchmark_count``, ``submitter_count``, ``gpu_count``,
+  ``last_observed_at``.
+- Project: ``published_runs``, ``benchmark_count``, ``revision_count``, ``last_observed_at``.
+- Environment: ``published_runs``.
+
+A GPU is not a row: the GPU pages sum the groups' figures (a few thousand groups, not a million
+runs). ``refresh_all`` recomputes everything (the migration that added the figures, and
+``manage.py recount`` after a repair by hand).
 """
 
 from __future__ import annotations
@@ -13,45 +26,182 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Count, Sum
+from django.db.models import Count, Max, Sum
+
+# Each kind's stored figures and their value when it has no published run.
+GROUP_FIGURES = {"published_runs": 0, "last_observed_at": None}
+BENCHMARK_FIGURES = {"published_runs": 0, "submitter_count": 0, "last_observed_at": None}
+SOURCE_FIGURES = {
+    "published_runs": 0,
+    "benchmark_count": 0,
+    "submitter_count": 0,
+    "gpu_count": 0,
+    "last_observed_at": None,
+}
+ENVIRONMENT_FIGURES = {"published_runs": 0}
+PROJECT_FIGURES = {"published_runs": 0, "benchmark_count": 0, "revision_count": 0, "last_observed_at": None}
 
 
-def refresh(group_ids: Iterable[int]) -> None:
-    """Recount the published runs of these groups, then of their benchmarks and sources: one
-    grouped count over the touched groups' runs (an index range, or one scan whatever the
-    planner's statistics say) and one sum per kind; rows are written only where a count
-    changed. A correlated subquery per group took minutes on PostgreSQL when the runs table's
-    statistics were stale (a fresh import inside one transaction)."""
-    from runs.models import Benchmark, ComparisonGroup, Run, Source, Visibility
+def _models(apps: Any = None) -> dict[str, Any]:
+    names = ("Benchmark", "ComparisonGroup", "Environment", "Implementation", "Project", "Run", "Source")
+    if apps is not None:  # a migration's historical models
+        return {name: apps.get_model("runs", name) for name in names}
+    from runs import models
 
+    return {name: getattr(models, name) for name in names}
+
+
+def refresh(group_ids: Iterable[int], apps: Any = None) -> None:
+    """Recompute the figures of these groups, then of their benchmarks, sources and projects.
+
+    One grouped query over the touched groups' runs (an index range, or one scan whatever the
+    planner's statistics say), sums over the groups for benchmarks and sources, distinct
+    submitters over the touched benchmarks' and sources' runs, and an update of the rows whose
+    figures changed. A correlated subquery per group took minutes on PostgreSQL when the runs
+    table's statistics were stale (a fresh import inside one transaction)."""
+    m = _models(apps)
+    Run, ComparisonGroup = m["Run"], m["ComparisonGroup"]
     group_ids = sorted(set(group_ids))
     if not group_ids:
         return
-    counted = dict(
-        Run.objects.filter(group_id__in=group_ids, visibility=Visibility.PUBLISHED)
-        .order_by()
-        .values_list("group_id")
-        .annotate(n=Count("pk"))
-    )
-    groups = list(ComparisonGroup.objects.filter(pk__in=group_ids).only("pk", "published_runs", "benchmark", "source"))
-    _store(ComparisonGroup, groups, counted)
-    for model, field in ((Benchmark, "benchmark_id"), (Source, "source_id")):
-        ids = {getattr(group, field) for group in groups}
-        totals = dict(
-            ComparisonGroup.objects.filter(**{f"{field}__in": ids})
-            .order_by()
-            .values_list(field)
-            .annotate(n=Sum("published_runs"))
+    published = Run.objects.filter(visibility="published").order_by()
+    in_groups = published.filter(group_id__in=group_ids)
+    figures = {
+        row["group_id"]: {"published_runs": row["n"], "last_observed_at": row["last"]}
+        for row in in_groups.values("group_id").annotate(n=Count("pk"), last=Max("observed_at"))
+    }
+    groups = list(
+        ComparisonGroup.objects.filter(pk__in=group_ids).only(
+            "pk", "benchmark_id", "source_id", "published_runs", "last_observed_at"
         )
-        _store(model, list(model.objects.filter(pk__in=ids).only("pk", "published_runs")), totals)
+    )
+    _store(ComparisonGroup, groups, figures, dict(GROUP_FIGURES))
+
+    benchmark_ids = {group.benchmark_id for group in groups}
+    source_ids = {group.source_id for group in groups}
+    submitters = published.filter(is_reference=False)
+    all_groups = ComparisonGroup.objects.order_by()
+
+    figures = _rows(
+        all_groups.filter(benchmark_id__in=benchmark_ids).values("benchmark_id"),
+        published_runs=Sum("published_runs"),
+        last_observed_at=Max("last_observed_at"),
+    )
+    _merge(
+        figures,
+        _rows(
+            submitters.filter(benchmark_id__in=benchmark_ids).values("benchmark_id"),
+            submitter_count=Count("submitter", distinct=True),
+        ),
+    )
+    _store(
+        m["Benchmark"],
+        list(m["Benchmark"].objects.filter(pk__in=benchmark_ids).only("pk", *BENCHMARK_FIGURES)),
+        figures,
+        dict(BENCHMARK_FIGURES),
+    )
+
+    figures = _rows(
+        all_groups.filter(source_id__in=source_ids).values("source_id"),
+        published_runs=Sum("published_runs"),
+        last_observed_at=Max("last_observed_at"),
+    )
+    _merge(
+        figures,
+        _rows(
+            all_groups.filter(source_id__in=source_ids, published_runs__gt=0).values("source_id"),
+            benchmark_count=Count("benchmark_id", distinct=True),
+            gpu_count=Count("hardware_product", distinct=True),
+        ),
+    )
+    _merge(
+        figures,
+        _rows(
+            submitters.filter(source_id__in=source_ids).values("source_id"),
+            submitter_count=Count("submitter", distinct=True),
+        ),
+    )
+    _store(
+        m["Source"],
+        list(m["Source"].objects.filter(pk__in=source_ids).only("pk", *SOURCE_FIGURES)),
+        figures,
+        dict(SOURCE_FIGURES),
+    )
+
+    touched = Run.objects.filter(group_id__in=group_ids).order_by()
+    environment_ids = set(touched.values_list("environment_id", flat=True).distinct())
+    figures = _rows(
+        published.filter(environment_id__in=environment_ids).values("environment_id"), published_runs=Count("pk")
+    )
+    environments = m["Environment"].objects.filter(pk__in=environment_ids).only("pk", *ENVIRONMENT_FIGURES)
+    _store(m["Environment"], list(environments), figures, dict(ENVIRONMENT_FIGURES))
+
+    project_ids = set(
+        touched.filter(implementation__project__isnull=False)
+        .values_list("implementation__project_id", flat=True)
+        .distinct()
+    )
+    refresh_projects(project_ids, apps)
 
 
-def _store(model: type, rows: list[Any], counts: dict[int, int]) -> None:
+def refresh_projects(project_ids: Iterable[int], apps: Any = None) -> None:
+    """Recompute these projects' figures (runs of all their revisions)."""
+    m = _models(apps)
+    project_ids = set(project_ids)
+    if not project_ids:
+        return
+    figures = _rows(
+        m["Run"]
+        .objects.filter(visibility="published", implementation__project_id__in=project_ids)
+        .order_by()
+        .values("implementation__project_id"),
+        published_runs=Count("pk"),
+        benchmark_count=Count("benchmark_id", distinct=True),
+        last_observed_at=Max("observed_at"),
+    )
+    _merge(
+        figures,
+        _rows(
+            m["Implementation"].objects.filter(project_id__in=project_ids).order_by().values("project_id"),
+            revision_count=Count("pk"),
+        ),
+    )
+    _store(
+        m["Project"],
+        list(m["Project"].objects.filter(pk__in=project_ids).only("pk", *PROJECT_FIGURES)),
+        figures,
+        dict(PROJECT_FIGURES),
+    )
+
+
+def refresh_all(apps: Any = None) -> None:
+    """Recompute every stored figure from the runs (one pass per kind, whatever the size)."""
+    m = _models(apps)
+    refresh(m["ComparisonGroup"].objects.values_list("pk", flat=True), apps)
+    refresh_projects(m["Project"].objects.values_list("pk", flat=True), apps)
+
+
+def _rows(values: Any, **aggregates: Any) -> dict[int, dict[str, Any]]:
+    """{first column of ``values``: {aggregate: value}} for a grouped query."""
+    key = next(iter(values.query.values_select))
+    # Aliased: an annotation named like a column (published_runs) would shadow it in the query.
+    rows = values.annotate(**{f"figure_{name}": aggregate for name, aggregate in aggregates.items()})
+    return {row[key]: {name: row[f"figure_{name}"] for name in aggregates} for row in rows}
+
+
+def _merge(into: dict[int, dict[str, Any]], more: dict[int, dict[str, Any]]) -> None:
+    for pk, row in more.items():
+        into.setdefault(pk, {}).update(row)
+
+
+def _store(model: type, rows: list[Any], figures: dict[int, dict[str, Any]], empty: dict[str, Any]) -> None:
+    """Write the figures of ``rows`` where they changed (absent from ``figures``: ``empty``)."""
     changed = []
     for row in rows:
-        value = int(counts.get(row.pk) or 0)
-        if row.published_runs != value:
-            row.published_runs = value
+        wanted = {**empty, **{k: v for k, v in figures.get(row.pk, {}).items() if v is not None}}
+        if any(getattr(row, name) != value for name, value in wanted.items()):
+            for name, value in wanted.items():
+                setattr(row, name, value)
             changed.append(row)
     if changed:
-        model.objects.bulk_update(changed, ["published_runs"], batch_size=1000)
+        model.objects.bulk_update(changed, list(empty), batch_size=1000)

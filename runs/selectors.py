@@ -6,6 +6,7 @@ of a group; long lists are paginated or capped here, never in templates.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from django.core.paginator import Page, Paginator
@@ -179,9 +180,40 @@ def attach_group(rows: list[Run], group: ComparisonGroup) -> list[Run]:
     return rows
 
 
+# A list counts at most this many rows: COUNT(*) over a million runs took longer than the
+# whole page may. Beyond it the pager says "more than" and stops at the cap, as large indexes'
+# search pages do; filters narrow a list below it.
+COUNT_CAP = 10_000
+
+
+class CappedPaginator(Paginator):
+    """A Paginator whose count stops at ``COUNT_CAP`` (``capped`` says it did): one bounded
+    ``SELECT COUNT(*) FROM (… LIMIT cap + 1)`` and pages up to the cap, never a full count."""
+
+    cap = COUNT_CAP
+
+    @cached_property
+    def _bounded_count(self) -> int:
+        return self.object_list.order_by()[: self.cap + 1].count()
+
+    @property
+    def capped(self) -> bool:
+        return self._bounded_count > self.cap
+
+    @cached_property
+    def count(self) -> int:  # type: ignore[override]
+        return min(self._bounded_count, self.cap)
+
+    @property
+    def count_label(self) -> str:
+        """The count as a list's caption writes it: "1234", or "10000+" at the cap."""
+        return f"{self.count}+" if self.capped else str(self.count)
+
+
 def paginate(queryset: QuerySet, page: Any, per_page: int = PAGE_SIZE) -> Page:
-    """A page of a list (2 queries: count and rows); a bad page number gives the last/first."""
-    return Paginator(queryset, per_page).get_page(page)
+    """A page of a list (2 queries: a count bounded by COUNT_CAP, and the rows); a bad page
+    number gives the last/first."""
+    return CappedPaginator(queryset, per_page).get_page(page)
 
 
 # -- benchmarks, browse ------------------------------------------------------------------------
@@ -319,7 +351,7 @@ def search(query: str) -> dict[str, list[Any]]:
         "environments": list(
             Environment.objects.public()
             .filter(Q(product__icontains=query) | Q(architecture__iexact=query))
-            .annotate(run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)))
+            .annotate(run_count=F("published_runs"))
             .order_by("product", "-run_count")[:SEARCH_LIMIT]
         ),
     }

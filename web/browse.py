@@ -1,9 +1,9 @@
 """Reads behind the index pages (benchmarks, GPUs, sources, projects) and the cross-GPU view of
 a benchmark. Each function states its query count; lists are paginated or capped here.
 
-The per-benchmark, per-GPU, per-source and per-project counts are annotated aggregates, one
-query per list, computed on each request. At the corpus's size (tens of thousands of runs) they
-are cheap enough; they are the candidates to store at write time (see each function).
+The per-benchmark, per-source and per-project counts are the figures runs.counts stores at every
+write; a GPU's are sums over its comparison groups' stored figures. No list counts runs per
+request.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, F, Max, Q, QuerySet
+from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 
 from kernelindex.gpus import architecture_for
-from runs.models import Benchmark, ComparisonGroup, EvidenceLevel, Project, Run, Source, Visibility
-from web.tables import BadQuery, Filter, gpu_slug
+from runs.models import Benchmark, ComparisonGroup, EvidenceLevel, Project, Run, Source
+from web.tables import BadQuery, Filter, gpu_products, gpu_slug
 
-PUBLISHED = Q(runs__visibility=Visibility.PUBLISHED)
 MATRIX_GROUPS = 40
 MATRIX_ROWS = 3000
 
@@ -63,9 +63,8 @@ class BenchmarkList:
 
 def benchmark_list(get: Any) -> BenchmarkList:
     """Benchmarks filtered by source, collection, tag, GPU and "has a KernelIndex rerun", with
-    their run and submitter counts and latest run (3 queries for the filters' options; the
-    list itself is a count and a page). Store at write time: Benchmark.run_count,
-    submitter_count, last_observed_at and best_run (see ``best_runs``)."""
+    their run and submitter counts and latest run as stored at write time (runs.counts; 3
+    queries for the filters' options; the list itself is a count and a page)."""
     sources = list(Source.objects.order_by("name").values_list("slug", "name"))
     facets = Benchmark.objects.order_by().values_list("collection", "tags")
     collections: set[str] = set()
@@ -74,7 +73,7 @@ def benchmark_list(get: Any) -> BenchmarkList:
         if collection:
             collections.add(collection)
         tags.update(str(tag) for tag in benchmark_tags or [] if isinstance(tag, str))
-    gpus = {gpu_slug(p): p for p in ComparisonGroup.objects.order_by().values_list("hardware_product", flat=True)}
+    gpus = gpu_products()
     rerun_options = [("yes", "has a KernelIndex rerun")]
     values = {
         "source": _choice(get.get("source", "").strip(), sources, "source"),
@@ -97,11 +96,8 @@ def benchmark_list(get: Any) -> BenchmarkList:
     if values["rerun"]:
         reruns = Run.objects.visible().filter(evidence_level=EvidenceLevel.KERNELINDEX_RERUN).values("benchmark_id")
         rows = rows.filter(pk__in=reruns)
-    rows = rows.annotate(
-        run_count=Count("runs", filter=PUBLISHED, distinct=True),
-        submitter_count=Count("runs__submitter", filter=PUBLISHED & Q(runs__is_reference=False), distinct=True),
-        last_observed=Max("runs__observed_at", filter=PUBLISHED),
-    )
+    # The figures runs.counts keeps at every write, under the names the page uses.
+    rows = rows.annotate(run_count=F("published_runs"), last_observed=F("last_observed_at"))
     rows, sort = _sorted(rows, get.get("sort", "name"), BENCHMARK_SORTS, "name")
     filters = [
         Filter("source", "source", sources, values["source"]),
@@ -120,9 +116,16 @@ def best_runs(benchmarks: list[Benchmark]) -> None:
     Runs of different groups are never ranked together, so "best" is the leader of one group,
     named with its GPU and harness on the page."""
     ids = [benchmark.pk for benchmark in benchmarks]
+    # Only the #1s of each benchmark's largest groups: a benchmark run on 17 GPUs has 17 #1s,
+    # and a page of such benchmarks loaded thousands of runs to keep a hundred.
+    largest = (
+        ComparisonGroup.objects.filter(benchmark_id=OuterRef("benchmark_id"))
+        .order_by("-ranked_count")
+        .values("ranked_count")[:1]
+    )
     leaders = (
         Run.objects.visible()
-        .filter(benchmark_id__in=ids, rank=1)
+        .filter(benchmark_id__in=ids, rank=1, group__ranked_count=Subquery(largest))
         .select_related("group", "environment")
         .order_by("benchmark_id", "-group__ranked_count", F("observed_at").desc(nulls_last=True), "public_id")
     )
@@ -156,16 +159,16 @@ GPU_SORTS = {"name": "product", "runs": "run_count", "benchmarks": "benchmark_co
 
 def gpu_list(sort: str = "name") -> tuple[list[Gpu], str]:
     """Every GPU product a comparison group names, with its architecture (kernelindex.gpus) and
-    its counts (1 query). Store at write time: a GPU table with these counts."""
+    its counts: sums over its groups' stored figures (runs.counts), 1 query over the groups."""
     rows = (
         ComparisonGroup.objects.order_by()
         .values("hardware_product")
         .annotate(
-            run_count=Count("runs", filter=PUBLISHED),
+            run_count=Coalesce(Sum("published_runs"), 0),
             benchmark_count=Count("benchmark", distinct=True),
             group_count=Count("pk", distinct=True),
             source_count=Count("source", distinct=True),
-            last_observed=Max("runs__observed_at", filter=PUBLISHED),
+            last_observed=Max("last_observed_at"),
         )
     )
     gpus: dict[str, Gpu] = {}
@@ -201,15 +204,10 @@ def gpu_best_runs(product: str) -> QuerySet[Run]:
 
 
 def source_list() -> list[Source]:
-    """Every source with its runs, benchmarks, submitters, GPUs and latest run (1 query)."""
+    """Every source with its runs, benchmarks, submitters, GPUs and latest run, as stored at
+    write time (runs.counts; 1 query)."""
     return list(
-        Source.objects.annotate(
-            run_count=Count("runs", filter=PUBLISHED, distinct=True),
-            benchmark_count=Count("runs__benchmark", filter=PUBLISHED, distinct=True),
-            submitter_count=Count("runs__submitter", filter=PUBLISHED & Q(runs__is_reference=False), distinct=True),
-            gpu_count=Count("runs__group__hardware_product", filter=PUBLISHED, distinct=True),
-            last_observed=Max("runs__observed_at", filter=PUBLISHED),
-        ).order_by("name")
+        Source.objects.annotate(run_count=F("published_runs"), last_observed=F("last_observed_at")).order_by("name")
     )
 
 
@@ -219,21 +217,15 @@ PROJECT_SORTS = {
     "benchmarks": [F("benchmark_count"), "name"],
     "latest": [F("last_observed"), "name"],
 }
-PROJECT_RUNS = Q(implementations__runs__visibility=Visibility.PUBLISHED)
 
 
 def project_list(query: str, sort: str) -> tuple[QuerySet[Project], str]:
     """Projects whose name contains ``query``, with their runs, benchmarks, revisions and latest
-    run (a count and a page). Store at write time: Project.run_count and last_observed_at."""
+    run as stored at write time (runs.counts; a count and a page)."""
     rows = Project.objects.all()
     if query:
         rows = rows.filter(name__icontains=query)
-    rows = rows.annotate(
-        run_count=Count("implementations__runs", filter=PROJECT_RUNS, distinct=True),
-        benchmark_count=Count("implementations__runs__benchmark", filter=PROJECT_RUNS, distinct=True),
-        revision_count=Count("implementations", distinct=True),
-        last_observed=Max("implementations__runs__observed_at", filter=PROJECT_RUNS),
-    )
+    rows = rows.annotate(run_count=F("published_runs"), last_observed=F("last_observed_at"))
     return _sorted(rows, sort, PROJECT_SORTS, "name")
 
 

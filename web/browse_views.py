@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
@@ -61,7 +60,7 @@ def benchmarks_index(request: HttpRequest) -> HttpResponse:
         browse.best_runs(benchmarks)
         records = [_benchmark_record(b) for b in benchmarks]
         return download_table(BENCHMARK_COLUMNS, records, chosen, "benchmarks")
-    page = Paginator(listing.rows, INDEX_PAGE_SIZE).get_page(request.GET.get("page"))
+    page = selectors.CappedPaginator(listing.rows, INDEX_PAGE_SIZE).get_page(request.GET.get("page"))
     page.object_list = list(page.object_list)
     browse.best_runs(page.object_list)
     return render(
@@ -205,7 +204,7 @@ def projects_index(request: HttpRequest) -> HttpResponse:
             for p in rows
         ]
         return download_table(columns, records, chosen, "projects")
-    page = Paginator(rows, INDEX_PAGE_SIZE).get_page(request.GET.get("page"))
+    page = selectors.CappedPaginator(rows, INDEX_PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
         "web/project_list.html",

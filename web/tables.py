@@ -22,7 +22,7 @@ from django.shortcuts import render
 from django.utils.text import slugify
 
 from runs import exports
-from runs.models import ComparisonGroup, EvidenceLevel, RunStatus, Source
+from runs.models import ComparisonGroup, EvidenceLevel, RunStatus, Source, newest_first
 
 JSONL = "application/x-ndjson"
 FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": JSONL}
@@ -173,6 +173,9 @@ def run_table(
     name = sort.lstrip("-")
     if name == "rank" and rank_order is not None:
         rows = rows.order_by(*rank_order(descending))
+    elif name == "observed" and descending:
+        # The same order written as the index run_newest_first is (never-observed last).
+        rows = rows.order_by(*newest_first())
     else:
         column = F(RUN_SORTS[name])
         rows = rows.order_by(column.desc(nulls_last=True) if descending else column.asc(nulls_last=True), "public_id")

@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from runs.models import Run
 from tests.factories import sol_group
 
-pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="EXPLAIN plans are PostgreSQL's")
+postgresql_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="EXPLAIN (FORMAT JSON) is PostgreSQL's")
 
 
 def _nodes(plan: object) -> list[dict]:
@@ -50,6 +50,7 @@ def _run_queries(client, url: str) -> list[str]:
     return [q["sql"] for q in captured.captured_queries if 'FROM "runs_run"' in q["sql"] and "SELECT" in q["sql"]]
 
 
+@postgresql_only
 @pytest.mark.django_db
 def test_the_main_list_queries_read_an_index(client):
     sol_group(30)
@@ -63,6 +64,8 @@ def test_the_main_list_queries_read_an_index(client):
     lists = {
         "/": None,  # latest runs
         "/api/v1/runs/": None,  # the API list in its default order (-observedAt)
+        "/runs/": None,  # the runs index: a bounded count and its first page, newest first
+        f"/environments/{run.environment.digest}/": "environment_id",
         f"/api/v1/runs/?{benchmark}": "benchmark_id",
         f"/search/?submitter={urllib.parse.quote(run.submitter)}": "submitter",
         f"/groups/{run.group.key}/": "group_id",  # a group's ranking: its row count and one page
@@ -83,3 +86,22 @@ def test_the_main_list_queries_read_an_index(client):
             # A filtered list looks its rows up in an index, or walks one in the list's order and
             # stops after a page (the planner's choice when, as here, most runs match).
             assert looked_up or ordered, (url, sql)
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's own query plans")
+@pytest.mark.django_db
+def test_newest_first_lists_walk_the_index_on_sqlite(client):
+    """SQLite matches an expression index only when the query writes the same expression: a
+    bound sentinel (``COALESCE(observed_at, ?)``) made every newest-first list sort the whole
+    runs table. runs.models.Sentinel writes it into the SQL, so the lists walk run_newest_first."""
+    sol_group(30)
+    for url in ("/", "/api/v1/runs/", "/runs/"):
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        ordered = [q["sql"] for q in captured.captured_queries if 'FROM "runs_run"' in q["sql"] and "ORDER BY" in q["sql"]]
+        assert ordered, url
+        for sql in ordered:
+            with connection.cursor() as cursor:
+                cursor.execute("EXPLAIN QUERY PLAN " + sql)
+                plan = " / ".join(str(row[-1]) for row in cursor.fetchall())
+            assert "run_newest_first" in plan and "TEMP B-TREE FOR ORDER BY" not in plan, (url, plan)

@@ -1,0 +1,104 @@
+"""The figures runs.counts stores at every write equal what counting the runs gives, after an
+import, a moderation action that hides a run, and its restore (the index pages read only them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.db.models import Count, Max, Q
+
+from attestations import moderation
+from runs import counts
+from runs.models import Benchmark, ComparisonGroup, Environment, Project, Run, Source
+from tests.factories import FIRST_BATCH_AND_RERUNS
+
+pytestmark = pytest.mark.django_db
+
+PUBLISHED = Q(runs__visibility="published")
+PROJECT_RUNS = Q(implementations__runs__visibility="published")
+SUBMITTERS = PUBLISHED & Q(runs__is_reference=False)
+
+
+def counted() -> dict[str, Any]:
+    """Every figure, computed from the runs the slow way (what the pages did per request)."""
+    return {
+        "sources": {
+            s.pk: (s.a, s.b, s.c, s.d, s.e)
+            for s in Source.objects.annotate(
+                a=Count("runs", filter=PUBLISHED, distinct=True),
+                b=Count("runs__benchmark", filter=PUBLISHED, distinct=True),
+                c=Count("runs__submitter", filter=SUBMITTERS, distinct=True),
+                d=Count("runs__group__hardware_product", filter=PUBLISHED, distinct=True),
+                e=Max("runs__observed_at", filter=PUBLISHED),
+            )
+        },
+        "benchmarks": {
+            b.pk: (b.a, b.c, b.e)
+            for b in Benchmark.objects.annotate(
+                a=Count("runs", filter=PUBLISHED, distinct=True),
+                c=Count("runs__submitter", filter=SUBMITTERS, distinct=True),
+                e=Max("runs__observed_at", filter=PUBLISHED),
+            )
+        },
+        "groups": {
+            g.pk: (g.a, g.e)
+            for g in ComparisonGroup.objects.annotate(
+                a=Count("runs", filter=PUBLISHED), e=Max("runs__observed_at", filter=PUBLISHED)
+            )
+        },
+        "projects": {
+            p.pk: (p.a, p.b, p.c, p.e)
+            for p in Project.objects.annotate(
+                a=Count("implementations__runs", filter=PROJECT_RUNS, distinct=True),
+                b=Count("implementations__runs__benchmark", filter=PROJECT_RUNS, distinct=True),
+                c=Count("implementations", distinct=True),
+                e=Max("implementations__runs__observed_at", filter=PROJECT_RUNS),
+            )
+        },
+        "environments": {e.pk: (e.a,) for e in Environment.objects.annotate(a=Count("runs", filter=PUBLISHED))},
+    }
+
+
+def stored() -> dict[str, Any]:
+    return {
+        "sources": {
+            s.pk: (s.published_runs, s.benchmark_count, s.submitter_count, s.gpu_count, s.last_observed_at)
+            for s in Source.objects.all()
+        },
+        "benchmarks": {
+            b.pk: (b.published_runs, b.submitter_count, b.last_observed_at) for b in Benchmark.objects.all()
+        },
+        "groups": {g.pk: (g.published_runs, g.last_observed_at) for g in ComparisonGroup.objects.all()},
+        "projects": {
+            p.pk: (p.published_runs, p.benchmark_count, p.revision_count, p.last_observed_at)
+            for p in Project.objects.all()
+        },
+        "environments": {e.pk: (e.published_runs,) for e in Environment.objects.all()},
+    }
+
+
+def test_stored_figures_follow_imports_and_moderation(django_user_model):
+    call_command("import", *map(str, FIRST_BATCH_AND_RERUNS), stdout=open("/dev/null", "w"))  # noqa: SIM115
+    assert Project.objects.exists() and Environment.objects.count() > 1
+    assert stored() == counted()
+
+    # Hide the most recent run of the project with the most runs: its project, group, benchmark,
+    # source and environment all lose a run (and maybe their latest date).
+    project = Project.objects.order_by("-published_runs", "pk").first()
+    run = Run.objects.filter(implementation__project=project).order_by("-observed_at").first()
+    moderator = django_user_model.objects.create_user("mod", password="unused-password-1", is_staff=True)
+    before = stored()
+    moderation.run_hide(run, moderator, "a test of the stored figures")
+    after = stored()
+    assert after == counted()
+    assert after["projects"][project.pk][0] == before["projects"][project.pk][0] - 1
+    assert after["sources"][run.source_id][0] == before["sources"][run.source_id][0] - 1
+
+    moderation.run_restore(Run.objects.get(pk=run.pk), moderator, "restored")
+    assert stored() == counted() == before
+
+    # And refresh_all (the migration's and a repair's path) changes nothing that is right.
+    counts.refresh_all()
+    assert stored() == before
