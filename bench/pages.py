@@ -94,6 +94,7 @@ def pages() -> list[tuple[str, str]]:
     from django.db.models import Count
 
     from runs.models import ComparisonGroup, Run
+    from web.tables import gpu_slug
 
     biggest = ComparisonGroup.objects.annotate(n=Count("runs")).order_by("-n").first()
     ranked = Run.objects.filter(group=biggest, rank__isnull=False).order_by("rank")
@@ -113,7 +114,16 @@ def pages() -> list[tuple[str, str]]:
         ("ranking (group) page", f"/groups/{biggest.key}/"),
         ("benchmark page", f"/benchmarks/{benchmark.source.slug}/{benchmark.native_id}/"),
         ("search", "/search/?q=kv+cache"),
+        ("search (a GPU)", "/search/?q=B200"),
         ("source page", "/sources/sol-execbench/"),
+        ("runs index", "/runs/"),
+        ("runs index (filtered)", f"/runs/?gpu={gpu_slug(biggest.hardware_product)}&source={benchmark.source.slug}"),
+        ("benchmarks index", "/benchmarks/"),
+        ("benchmark across GPUs", f"/benchmarks/{benchmark.source.slug}/{benchmark.native_id}/gpus/"),
+        ("GPUs index", "/gpus/"),
+        ("GPU page", f"/gpus/{gpu_slug(biggest.hardware_product)}/"),
+        ("projects index", "/projects/"),
+        ("environment page", f"/environments/{middle.environment.digest}/"),
         ("API runs list", "/api/v1/runs/"),
         ("API runs (filtered)", f"/api/v1/runs/?{query}"),
         ("API run detail", f"/api/v1/runs/{middle.public_id}/"),
