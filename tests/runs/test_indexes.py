@@ -98,7 +98,9 @@ def test_newest_first_lists_walk_the_index_on_sqlite(client):
     for url in ("/", "/api/v1/runs/", "/runs/"):
         with CaptureQueriesContext(connection) as captured:
             assert client.get(url).status_code == 200
-        ordered = [q["sql"] for q in captured.captured_queries if 'FROM "runs_run"' in q["sql"] and "ORDER BY" in q["sql"]]
+        ordered = [
+            q["sql"] for q in captured.captured_queries if 'FROM "runs_run"' in q["sql"] and "ORDER BY" in q["sql"]
+        ]
         assert ordered, url
         for sql in ordered:
             with connection.cursor() as cursor:

@@ -165,3 +165,22 @@ def test_every_json_twin_link_answers_json(client, board):
 )
 def test_bad_input_never_breaks_a_page(client, board, url):
     assert client.get(url.format(key=board.key)).status_code == 200
+
+
+@pytest.mark.django_db
+def test_long_lists_count_only_up_to_the_cap_and_say_so(client, monkeypatch):
+    """A list never counts past runs.selectors.COUNT_CAP rows (a full COUNT(*) over a million
+    runs cost more than a page may): its caption says "N+", its pager that more exist."""
+    from runs import selectors
+    from tests.factories import sol_group
+
+    sol_group(12)
+    monkeypatch.setattr(selectors.CappedPaginator, "cap", 5)
+    body = client.get("/runs/").content.decode()
+    text = visible_text(body)
+    assert "(5+)" in text
+    assert "page 1 of the first" in text and "rows shown of more; filter to narrow" in text
+    # Below the cap a list gives its exact count and plain pager.
+    monkeypatch.setattr(selectors.CappedPaginator, "cap", 100)
+    text = visible_text(client.get("/runs/?page=1").content.decode())  # another URL: not the cached page
+    assert f"({Run.objects.count()})" in text and "of more" not in text
