@@ -37,7 +37,7 @@ from api.throttling import AnonThrottle, SubmissionThrottle, TokenThrottle
 from attestations import submissions
 from attestations.forms import AttestationForm, IssueReportForm
 from attestations.models import Attestation
-from kernelindex import ratelimit
+from kernelindex import pagecache, ratelimit
 from kernelindex.clients import client_key
 from runs import selectors
 from runs.manifests import DIGEST_FIELDS
@@ -85,7 +85,28 @@ class JsonOnlyNegotiation(DefaultContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
-class ApiMixin:
+def _matches(request: Request, etag: str) -> bool:
+    wanted = request.headers.get("If-None-Match", "")
+    candidates = {part.strip().removeprefix("W/") for part in wanted.split(",") if part.strip()}
+    return etag in candidates or "*" in candidates
+
+
+class VersionedListMixin:
+    """Conditional GET for list endpoints: the ETag is the site's data version (the pages'
+    validator, kernelindex.pagecache), which every write bumps, so a client or proxy holding a
+    page of a list revalidates with one cache read, no query (304), after the throttles ran."""
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        etag = pagecache.current_etag()
+        if _matches(request, etag):
+            return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
+        response = super().list(request, *args, **kwargs)  # type: ignore[misc]
+        if response.status_code == 200:
+            response["ETag"] = etag
+        return response
+
+
+class ApiMixin(VersionedListMixin):
     pagination_class = KeysetPagination
     throttle_classes = [AnonThrottle, TokenThrottle]
     content_negotiation_class = JsonOnlyNegotiation

@@ -162,3 +162,35 @@ def test_the_redis_page_cache_serves_hits_and_follows_the_version(client, runs, 
         assert pagecache.data_version() > 10**18  # started from the clock
     finally:
         redis.Redis.from_url(REDIS_URL).delete(*redis.Redis.from_url(REDIS_URL).keys(f"{prefix}:*") or ["-"])
+
+
+def test_a_json_twin_is_cached_and_answered_304_on_its_digest(client, runs, django_assert_num_queries):
+    """The twin's own ETag (its run's digest) stays; the page cache stores the twin and answers a
+    revalidation on that digest without the view, until a write bumps the version."""
+    url = f"/runs/{runs[0].public_id}.json"
+    first = client.get(url)
+    assert first.status_code == 200 and first["ETag"] == f'"{runs[0].digest}"' and first["X-Page-Cache"] == "miss"
+    with django_assert_num_queries(0):
+        assert client.get(url)["X-Page-Cache"] == "hit"
+        again = client.get(url, HTTP_IF_NONE_MATCH=first["ETag"])
+    assert again.status_code == 304 and again["ETag"] == first["ETag"]
+    import_bundles([sol_bundle(submission_id=778, username="later | lab", sol_score=0.5, latency_ms=0.03)])
+    # After a write the entry is stale: the view answers (its own 304 on the unchanged digest).
+    assert client.get(url, HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
+    assert client.get(url)["X-Page-Cache"] == "miss"
+
+
+def test_api_lists_answer_304_on_the_data_version_until_a_write(client, runs):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    first = client.get("/api/v1/runs/")
+    etag = first["ETag"]
+    assert first.status_code == 200 and etag == pagecache.current_etag()
+    with CaptureQueriesContext(connection) as captured:  # the throttle's cache may be the database
+        assert client.get("/api/v1/runs/", HTTP_IF_NONE_MATCH=etag).status_code == 304
+    assert not [q for q in captured.captured_queries if "runs_" in q["sql"]]
+    assert client.get("/api/v1/groups/", HTTP_IF_NONE_MATCH=etag).status_code == 304
+    import_bundles([sol_bundle(submission_id=779, username="api | lab", sol_score=0.4, latency_ms=0.04)])
+    fresh = client.get("/api/v1/runs/", HTTP_IF_NONE_MATCH=etag)
+    assert fresh.status_code == 200 and fresh["ETag"] != etag
