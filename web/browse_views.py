@@ -241,6 +241,7 @@ def benchmark_gpus(request: HttpRequest, source: str, native_id: str) -> HttpRes
             "benchmark": benchmark,
             "matrix": matrix,
             "figures": figures.matrix_figures(matrix),
+            "matrix_top": browse.MATRIX_TOP,
             "csv_link": "?format=csv",
             "jsonl_link": "?format=jsonl",
         },
