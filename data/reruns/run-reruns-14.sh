@@ -6,10 +6,11 @@
 # L1-003-scoring-baseline-H200, L2-079-reference-H200, FlashInfer-Bench-009-reference-H200;
 # solution = reference | scoring-baseline | torch-compile | torch-compile-eager-numerics.
 # Bundles go to $OUT/bundles/NAME.json, harness logs to $OUT/logs/NAME.log, and both into
-# $OUT/reruns.tar.gz after every run. No run starts after DEADLINE_S seconds (it is
+# $TARBALL (default $OUT/reruns.tar.gz) after every run. No run starts after DEADLINE_S seconds (it is
 # reported SKIPPED and left for the next call).
 set -u
 OUT=${OUT:-data/reruns/out}
+TARBALL=${TARBALL:-$OUT/reruns.tar.gz}
 mkdir -p "$OUT/bundles" "$OUT/logs"
 if ! python3 -c 'import rfc8785' 2>/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -38,5 +39,5 @@ for name in "$@"; do
     --out "$OUT/bundles/$name.json" --trials 3 --warmup-seconds 3 --iterations 50 \
     --workdir "/tmp/ki-work/$name" 2> "$OUT/logs/$name.log"
   echo "rc=$? $(date -u +%FT%TZ)"
-  tar czf "$OUT/reruns.tar.gz.tmp" -C "$OUT" bundles logs && mv "$OUT/reruns.tar.gz.tmp" "$OUT/reruns.tar.gz"
+  tar czf "$TARBALL.tmp" -C "$OUT" bundles logs && mv "$TARBALL.tmp" "$TARBALL"
 done
