@@ -215,7 +215,7 @@ def projects_index(request: HttpRequest) -> HttpResponse:
 def runs_index(request: HttpRequest) -> HttpResponse:
     """4 queries: GPUs and sources (filter options), the count and the page of runs."""
     try:
-        table = run_table(request, Run.objects.visible().for_listing())
+        table = run_table(request, Run.objects.visible().for_listing(), every_run=True)
     except BadQuery as error:
         return bad_query(request, error)
     chosen = wants_download(request)

@@ -79,6 +79,9 @@ class RunTable:
     filters: list[Filter] = field(default_factory=list)
     fixed: dict[str, str] = field(default_factory=dict)  # the page's own parameters (show=all)
     default_sort: str = ""
+    # How many published runs the view holds, where the stored counts say it exactly (the
+    # list's own count stops at runs.selectors.COUNT_CAP).
+    source_total: int | None = None
 
     def link(self, **changes: str) -> str:
         """This view's query string with ``changes``; the default sort is left out."""
@@ -128,6 +131,7 @@ def run_table(
     default_sort: str = "-observed",
     rank_order: Callable[[bool], list[Any]] | None = None,
     fixed: dict[str, str] | None = None,
+    every_run: bool = False,
 ) -> RunTable:
     """Filter and sort ``rows`` (a ``for_listing`` QuerySet of runs) from the query string.
 
@@ -137,6 +141,7 @@ def run_table(
     URL carries (e.g. ``show=all``) kept in every link."""
     params: dict[str, str] = dict(fixed or {})
     made: list[Filter] = []
+    source_total: int | None = None
     for name in filters:
         if name == "gpu":
             products = gpu_products()
@@ -146,11 +151,15 @@ def run_table(
                 rows = rows.filter(group__hardware_product=products[value])
             made.append(Filter("gpu", "GPU", options, value))
         elif name == "source":
-            options = list(Source.objects.order_by("name").values_list("slug", "name"))
+            sources = list(Source.objects.order_by("name").values_list("slug", "name", "published_runs"))
+            options = [(slug, label) for slug, label, _ in sources]
             value = _choice(request, "source", options, "source")
             if value:
                 rows = rows.filter(source__slug=value)
             made.append(Filter("source", "source", options, value))
+            # The stored counts give the size of "every run" and of one source's runs exactly.
+            published = {slug: count for slug, _, count in sources}
+            source_total = published[value] if value else sum(published.values())
         elif name == "evidence":
             options = list(EvidenceLevel.choices)
             value = _choice(request, "evidence", options, "evidence level")
@@ -179,8 +188,17 @@ def run_table(
     else:
         column = F(RUN_SORTS[name])
         rows = rows.order_by(column.desc(nulls_last=True) if descending else column.asc(nulls_last=True), "public_id")
+    # Exact when ``rows`` are every published run (``every_run``: the runs index) and no filter
+    # but the source narrows them.
+    others = not every_run or any(params.get(name) for name in params if name != "source")
     return RunTable(
-        rows=rows, sort=sort, params=params, filters=made, fixed=dict(fixed or {}), default_sort=default_sort
+        rows=rows,
+        sort=sort,
+        params=params,
+        filters=made,
+        fixed=dict(fixed or {}),
+        default_sort=default_sort,
+        source_total=None if others else source_total,
     )
 
 
