@@ -6,8 +6,6 @@ and the ranking query exist once.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from typing import Any
 
@@ -27,6 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import exports, filters, serializers
+from api.conditional import VersionedListMixin, etag_response
 from api.exceptions import ApiError
 from api.models import ApiToken
 from api.pagination import Key, KeysetPagination
@@ -37,7 +36,7 @@ from api.throttling import AnonThrottle, SubmissionThrottle, TokenThrottle
 from attestations import submissions
 from attestations.forms import AttestationForm, IssueReportForm
 from attestations.models import Attestation
-from kernelindex import pagecache, ratelimit
+from kernelindex import ratelimit
 from kernelindex.clients import client_key
 from runs import selectors
 from runs.manifests import DIGEST_FIELDS
@@ -85,27 +84,6 @@ class JsonOnlyNegotiation(DefaultContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
-def _matches(request: Request, etag: str) -> bool:
-    wanted = request.headers.get("If-None-Match", "")
-    candidates = {part.strip().removeprefix("W/") for part in wanted.split(",") if part.strip()}
-    return etag in candidates or "*" in candidates
-
-
-class VersionedListMixin:
-    """Conditional GET for list endpoints: the ETag is the site's data version (the pages'
-    validator, kernelindex.pagecache), which every write bumps, so a client or proxy holding a
-    page of a list revalidates with one cache read, no query (304), after the throttles ran."""
-
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        etag = pagecache.current_etag()
-        if _matches(request, etag):
-            return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
-        response = super().list(request, *args, **kwargs)  # type: ignore[misc]
-        if response.status_code == 200:
-            response["ETag"] = etag
-        return response
-
-
 class ApiMixin(VersionedListMixin):
     pagination_class = KeysetPagination
     throttle_classes = [AnonThrottle, TokenThrottle]
@@ -122,20 +100,6 @@ class ApiMixin(VersionedListMixin):
         if method not in self.http_method_names or not hasattr(self, method):  # type: ignore[attr-defined]
             raise MethodNotAllowed(request.method)
         super().initial(request, *args, **kwargs)  # type: ignore[misc]
-
-
-def etag_response(request: Request, data: Any) -> Response:
-    """Conditional GET: a strong ETag over the JSON body; If-None-Match → 304."""
-    body = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    etag = '"' + hashlib.sha256(body.encode("utf-8")).hexdigest()[:40] + '"'
-    wanted = request.headers.get("If-None-Match", "")
-    candidates = {part.strip().removeprefix("W/") for part in wanted.split(",") if part.strip()}
-    if etag in candidates or "*" in candidates:
-        response = Response(status=status.HTTP_304_NOT_MODIFIED)
-    else:
-        response = Response(data)
-    response["ETag"] = etag
-    return response
 
 
 ROOT_LINKS = (

@@ -82,51 +82,33 @@ def refresh(group_ids: Iterable[int], apps: Any = None) -> None:
     submitters = published.filter(is_reference=False)
     all_groups = ComparisonGroup.objects.order_by()
 
-    figures = _rows(
-        all_groups.filter(benchmark_id__in=benchmark_ids).values("benchmark_id"),
-        published_runs=Sum("published_runs"),
-        last_observed_at=Max("last_observed_at"),
-    )
-    _merge(
-        figures,
-        _rows(
-            submitters.filter(benchmark_id__in=benchmark_ids).values("benchmark_id"),
-            submitter_count=Count("submitter", distinct=True),
-        ),
-    )
-    _store(
-        m["Benchmark"],
-        list(m["Benchmark"].objects.filter(pk__in=benchmark_ids).only("pk", *BENCHMARK_FIGURES)),
-        figures,
-        dict(BENCHMARK_FIGURES),
-    )
-
-    figures = _rows(
-        all_groups.filter(source_id__in=source_ids).values("source_id"),
-        published_runs=Sum("published_runs"),
-        last_observed_at=Max("last_observed_at"),
-    )
-    _merge(
-        figures,
-        _rows(
-            all_groups.filter(source_id__in=source_ids, published_runs__gt=0).values("source_id"),
-            benchmark_count=Count("benchmark_id", distinct=True),
-            gpu_count=Count("hardware_product", distinct=True),
-        ),
-    )
-    _merge(
-        figures,
-        _rows(
-            submitters.filter(source_id__in=source_ids).values("source_id"),
-            submitter_count=Count("submitter", distinct=True),
-        ),
-    )
-    _store(
-        m["Source"],
-        list(m["Source"].objects.filter(pk__in=source_ids).only("pk", *SOURCE_FIGURES)),
-        figures,
-        dict(SOURCE_FIGURES),
-    )
+    # Benchmarks and sources: sums over their groups and distinct submitters over their runs;
+    # a source also counts the benchmarks and GPUs of its groups that have published runs.
+    for model, field, ids, figures_of in (
+        (m["Benchmark"], "benchmark_id", benchmark_ids, BENCHMARK_FIGURES),
+        (m["Source"], "source_id", source_ids, SOURCE_FIGURES),
+    ):
+        mine = {f"{field}__in": ids}
+        figures = _rows(
+            all_groups.filter(**mine).values(field),
+            published_runs=Sum("published_runs"),
+            last_observed_at=Max("last_observed_at"),
+        )
+        _merge(
+            figures, _rows(submitters.filter(**mine).values(field), submitter_count=Count("submitter", distinct=True))
+        )
+        if "gpu_count" in figures_of:
+            live = all_groups.filter(**mine, published_runs__gt=0).values(field)
+            _merge(
+                figures,
+                _rows(
+                    live,
+                    benchmark_count=Count("benchmark_id", distinct=True),
+                    gpu_count=Count("hardware_product", distinct=True),
+                ),
+            )
+        rows = list(model.objects.filter(pk__in=ids).only("pk", *figures_of))
+        _store(model, rows, figures, dict(figures_of))
 
     touched = Run.objects.filter(group_id__in=group_ids).order_by()
     environment_ids = set(touched.values_list("environment_id", flat=True).distinct())

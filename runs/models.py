@@ -302,6 +302,18 @@ class Sentinel(Value):
         return sql, params
 
 
+def newest_first_index(name: str, *leading: str) -> models.Index:
+    """An index of the published runs in ``newest_first`` order, after ``leading`` columns (the
+    filter of the list it serves)."""
+    return models.Index(
+        *leading,
+        Coalesce("observed_at", Value(KEYSET_FIRST_TIME)).desc(),
+        "public_id",
+        condition=Q(visibility="published"),
+        name=name,
+    )
+
+
 def newest_first() -> list[Any]:
     """Runs newest first, never-observed last, then by public id: the order of every "latest
     runs" list, written as the API's keyset writes it so one index serves both (and SQLite,
@@ -426,43 +438,14 @@ class Run(models.Model):
             # (a group's ranking page in its rule's order: runs/migrations/0007, PostgreSQL only)
             # newest_first(): latest runs (home, sources), /api/v1/runs/ in its default order
             # (-observedAt); filtered by benchmark; one submitter's runs.
-            models.Index(
-                Coalesce("observed_at", Value(KEYSET_FIRST_TIME)).desc(),
-                "public_id",
-                condition=Q(visibility="published"),
-                name="run_newest_first",
-            ),
-            models.Index(
-                "benchmark",
-                Coalesce("observed_at", Value(KEYSET_FIRST_TIME)).desc(),
-                "public_id",
-                condition=Q(visibility="published"),
-                name="run_api_benchmark_observed",
-            ),
-            models.Index(
-                "submitter",
-                Coalesce("observed_at", Value(KEYSET_FIRST_TIME)).desc(),
-                "public_id",
-                condition=Q(visibility="published"),
-                name="run_submitter_observed",
-            ),
+            newest_first_index("run_newest_first"),
+            newest_first_index("run_api_benchmark_observed", "benchmark"),
+            newest_first_index("run_submitter_observed", "submitter"),
             # A source's and an environment's latest runs (their pages): without these a small
             # source walked the whole newest-first index, and an environment's page read the
             # runs table (measured at 1M runs).
-            models.Index(
-                "source",
-                Coalesce("observed_at", Value(KEYSET_FIRST_TIME)).desc(),
-                "public_id",
-                condition=Q(visibility="published"),
-                name="run_source_observed",
-            ),
-            models.Index(
-                "environment",
-                Coalesce("observed_at", Value(KEYSET_FIRST_TIME)).desc(),
-                "public_id",
-                condition=Q(visibility="published"),
-                name="run_environment_observed",
-            ),
+            newest_first_index("run_source_observed", "source"),
+            newest_first_index("run_environment_observed", "environment"),
         ]
         constraints = [
             models.CheckConstraint(

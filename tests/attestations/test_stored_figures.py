@@ -102,3 +102,13 @@ def test_stored_figures_follow_imports_and_moderation(django_user_model):
     # And refresh_all (the migration's and a repair's path) changes nothing that is right.
     counts.refresh_all()
     assert stored() == before
+
+
+def test_manage_py_recount_repairs_figures_changed_by_hand():
+    call_command("import", *map(str, FIRST_BATCH_AND_RERUNS), stdout=open("/dev/null", "w"))  # noqa: SIM115
+    right = stored()
+    Source.objects.update(published_runs=0, submitter_count=0)
+    Project.objects.update(published_runs=7)
+    assert stored() != right
+    call_command("recount", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    assert stored() == right == counted()
