@@ -110,19 +110,21 @@ def refresh(group_ids: Iterable[int], apps: Any = None) -> None:
         rows = list(model.objects.filter(pk__in=ids).only("pk", *figures_of))
         _store(model, rows, figures, dict(figures_of))
 
-    touched = Run.objects.filter(group_id__in=group_ids).order_by()
-    environment_ids = set(touched.values_list("environment_id", flat=True).distinct())
+    # The environments and projects of the touched groups' runs, in one pass over them.
+    pairs = set(
+        Run.objects.filter(group_id__in=group_ids)
+        .order_by()
+        .values_list("environment_id", "implementation__project_id")
+        .distinct()
+    )
+    environment_ids = {environment_id for environment_id, _ in pairs}
+    project_ids = {project_id for _, project_id in pairs if project_id is not None}
     figures = _rows(
         published.filter(environment_id__in=environment_ids).values("environment_id"), published_runs=Count("pk")
     )
     environments = m["Environment"].objects.filter(pk__in=environment_ids).only("pk", *ENVIRONMENT_FIGURES)
     _store(m["Environment"], list(environments), figures, dict(ENVIRONMENT_FIGURES))
 
-    project_ids = set(
-        touched.filter(implementation__project__isnull=False)
-        .values_list("implementation__project_id", flat=True)
-        .distinct()
-    )
     refresh_projects(project_ids, apps)
 
 
