@@ -164,7 +164,7 @@ def apply_all(parsed: list[Parsed], options: dict[str, Any] | None = None) -> li
             what = "manifest bundles" if trusted else "source runs"
             lines.append(f"{what} of {len(items)} file(s): {result}")
         lines.extend(f"warning: {warning}" for item in parsed for warning in item.warnings)
-        if sum(len(item.bundles) for item in parsed) >= ANALYZE_AFTER:
+        if not (options or {}).get("dry_run") and sum(len(item.bundles) for item in parsed) >= ANALYZE_AFTER:
             analyze()
     return lines
 

@@ -190,7 +190,7 @@ def run_table(
         rows = rows.order_by(column.desc(nulls_last=True) if descending else column.asc(nulls_last=True), "public_id")
     # Exact when ``rows`` are every published run (``every_run``: the runs index) and no filter
     # but the source narrows them.
-    others = not every_run or any(params.get(name) for name in params if name != "source")
+    others = not every_run or any(value for key, value in params.items() if key != "source")
     return RunTable(
         rows=rows,
         sort=sort,
