@@ -7,6 +7,7 @@ runs costs one query however long it is.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.conf import settings
@@ -19,7 +20,7 @@ from attestations.models import UNIT_NS, AttestationKind, ReportCategory
 from kernelindex.gpus import architecture_for
 from runs import ranking, selectors
 from runs.manifests import KINDS
-from runs.models import ComparisonGroup, Run
+from runs.models import SUMMARIES, ComparisonGroup, Run
 
 
 def permalink(obj: Any) -> str:
@@ -77,6 +78,16 @@ def _spec_object(run: Run, *path: str) -> dict[str, Any]:
     value: Any = run.spec
     for step in path:
         value = value.get(step) if isinstance(value, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _summary(run: Run, name: str) -> dict[str, Any]:
+    """The object ``SUMMARIES[name]`` of the run's document: from the text the database read
+    (``Run.objects.with_summaries``) when the row has it, else from the whole document."""
+    if name not in run.__dict__:
+        return _spec_object(run, *SUMMARIES[name][1:])  # the path starts at "spec"
+    text = run.__dict__[name]
+    value = json.loads(text) if isinstance(text, str) else None
     return value if isinstance(value, dict) else {}
 
 
@@ -198,8 +209,8 @@ def run_item(run: Run) -> dict[str, Any]:
         "latencyNs": _optional(run.latency_ns, float),
         "observedAt": _datetime(run.observed_at),
         "publishedAt": _datetime(run.published_at),
-        "timing": _spec_object(run, "timing"),
-        "metrics": _spec_object(run, "sourceNative", "metrics"),
+        "timing": _summary(run, "timing_json"),
+        "metrics": _summary(run, "metrics_json"),
     }
 
 
@@ -300,8 +311,6 @@ class GroupSerializer(serializers.Serializer):
 
     @extend_schema_field({"type": "object", "additionalProperties": True})
     def get_keyDocument(self, group: ComparisonGroup) -> Any:  # noqa: N802
-        import json
-
         return json.loads(group.key_document)
 
 

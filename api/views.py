@@ -191,7 +191,7 @@ class RunViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
     default_ordering = "-observedAt"
 
     def get_queryset(self) -> QuerySet[Run]:
-        return Run.objects.visible().for_listing()
+        return Run.objects.visible().for_listing().with_summaries()
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         try:
@@ -269,7 +269,7 @@ class GroupViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         group = selectors.group_get(kwargs["key"])
-        group.ranking_rows = selectors.attach_group(list(selectors.ranking_rows(group)), group)
+        group.ranking_rows = selectors.attach_group(list(selectors.ranking_rows(group).with_summaries()), group)
         return etag_response(request, serializers.GroupRankingSerializer(group).data)
 
 

@@ -194,8 +194,14 @@ class CappedPaginator(Paginator):
 
     cap = COUNT_CAP
 
+    def __init__(self, object_list: Any, per_page: int, *, known_count: int | None = None, **kwargs: Any) -> None:
+        super().__init__(object_list, per_page, **kwargs)
+        self.known_count = known_count
+
     @cached_property
     def _bounded_count(self) -> int:
+        if self.known_count is not None:  # the stored counts already say it: no COUNT query
+            return min(self.known_count, self.cap + 1)
         return self.object_list.order_by()[: self.cap + 1].count()
 
     @property
@@ -212,10 +218,11 @@ class CappedPaginator(Paginator):
         return f"{self.count}+" if self.capped else str(self.count)
 
 
-def paginate(queryset: QuerySet, page: Any, per_page: int = PAGE_SIZE) -> Page:
-    """A page of a list (2 queries: a count bounded by COUNT_CAP, and the rows); a bad page
-    number gives the last/first."""
-    return CappedPaginator(queryset, per_page).get_page(page)
+def paginate(queryset: QuerySet, page: Any, per_page: int = PAGE_SIZE, *, known_count: int | None = None) -> Page:
+    """A page of a list (2 queries: a count bounded by COUNT_CAP, and the rows; 1 when the
+    caller knows the count exactly from the stored figures); a bad page number gives the
+    last/first."""
+    return CappedPaginator(queryset, per_page, known_count=known_count).get_page(page)
 
 
 # -- benchmarks, browse ------------------------------------------------------------------------

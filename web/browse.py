@@ -16,6 +16,7 @@ from typing import Any
 from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
+from kernelindex import links
 from kernelindex.gpus import architecture_for
 from runs.models import Benchmark, ComparisonGroup, EvidenceLevel, Project, Run, Source
 from web.tables import BadQuery, Filter, gpu_products, gpu_slug
@@ -156,7 +157,7 @@ class Gpu:
     last_observed: Any
 
     def get_absolute_url(self) -> str:
-        return f"/gpus/{self.slug}/"
+        return links.page_path("gpus", self.slug)
 
 
 GPU_SORTS = {"name": "product", "runs": "run_count", "benchmarks": "benchmark_count", "latest": "last_observed"}

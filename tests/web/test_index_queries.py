@@ -45,8 +45,10 @@ PAGES = [
     # count and page of projects
     ("/projects/", 2),
     ("/projects/?q=tile&sort=-runs", 2),
+    # GPUs and sources (filter options), page: the sources' stored counts give the count
+    ("/runs/", 3),
+    ("/runs/?source=sol-execbench&sort=-latency", 3),
     # GPUs and sources (filter options), count, page
-    ("/runs/", 4),
     ("/runs/?gpu=b200&source=sol-execbench&evidence=source_reported&status=passed&sort=-rank&page=3", 4),
     # benchmark, its comparison groups, their ranked and reference runs
     (f"/benchmarks/sol-execbench/{K62}/gpus/", 3),
