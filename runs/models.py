@@ -234,6 +234,13 @@ class ComparisonGroup(models.Model):
 
     class Meta:
         ordering = ["benchmark__native_id", "hardware_product", "harness_version"]
+        indexes = [
+            # A benchmark's largest group (the benchmarks index shows its #1): one index entry per
+            # benchmark, not a sort of all its groups for each of them.
+            models.Index(fields=["benchmark", "-ranked_count"], name="group_benchmark_largest"),
+            # A GPU's groups (its page, the GPU filters' options).
+            models.Index(fields=["hardware_product"], name="group_hardware_product"),
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(ranking_direction__in=["asc", "desc"]), name="group_direction_valid"),
             models.CheckConstraint(
@@ -329,6 +336,8 @@ ELIGIBLE = Q(status=RunStatus.PASSED, visibility=Visibility.PUBLISHED, quarantin
 # RunQuerySet.with_summaries): decoding 50 of them was a fifth of an API page.
 LISTING_DEFERRED = (
     "document",
+    "identity",  # the source's identity as canonical JSON, a few hundred bytes a row
+    "labels",
     "benchmark__definition",
     "benchmark__reference_code",
     "benchmark__description",

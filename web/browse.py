@@ -84,7 +84,8 @@ def benchmark_list(get: Any) -> BenchmarkList:
         "gpu": _choice(get.get("gpu", "").strip(), gpus.items(), "GPU"),
         "rerun": _choice(get.get("rerun", "").strip(), rerun_options, "rerun filter"),
     }
-    rows = Benchmark.objects.select_related("source")
+    # The long texts stay in the database: the list shows names, counts and each one's best run.
+    rows = Benchmark.objects.select_related("source").defer("description", "reference_code", "definition")
     if values["source"]:
         rows = rows.filter(source__slug=values["source"])
     if values["collection"]:
@@ -133,6 +134,7 @@ def best_runs(benchmarks: list[Benchmark]) -> None:
         .filter(group_id__in=top_groups)
         .filter(rank=1)
         .select_related("group", "environment")
+        .defer("document", "group__key_document", "environment__document")
         .order_by("benchmark_id", "-group__ranked_count", F("observed_at").desc(nulls_last=True), "public_id")
     )
     best: dict[int, Run] = {}
@@ -204,6 +206,16 @@ def gpu_list(sort: str = "name") -> tuple[list[Gpu], str]:
 def gpu_best_runs(product: str) -> QuerySet[Run]:
     """The #1 of every comparison group on this GPU, one row per group (for ``run_table``)."""
     return Run.objects.visible().filter(group__hardware_product=product, rank=1).for_listing()
+
+
+def gpu_leader_count(product: str, source_slug: str = "") -> int:
+    """How many runs ``gpu_best_runs`` holds (of one source), from the groups' stored
+    ``ranked_count`` (1 query on the groups): every group with a ranked run has exactly one #1,
+    and only a published run is ranked. Counting the #1 runs themselves took 13 ms at a million."""
+    groups = ComparisonGroup.objects.filter(hardware_product=product, ranked_count__gt=0)
+    if source_slug:
+        groups = groups.filter(source__slug=source_slug)
+    return groups.count()
 
 
 # -- sources and projects ----------------------------------------------------------------------

@@ -138,8 +138,9 @@ def gpus_index(request: HttpRequest) -> HttpResponse:
 
 
 def gpu_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    """4 queries: the GPUs with their counts, the sources (filter options), the count and page of
-    the #1 run of every comparison group on this GPU."""
+    """4 queries: the GPUs with their counts, the sources (filter options), the count (of the
+    groups' stored figures, or of the runs when an evidence level narrows them) and page of the
+    #1 run of every comparison group on this GPU."""
     gpus, _ = browse.gpu_list()
     gpu = next((g for g in gpus if g.slug == slug), None)
     if gpu is None:
@@ -153,7 +154,9 @@ def gpu_detail(request: HttpRequest, slug: str) -> HttpResponse:
     chosen = wants_download(request)
     if chosen:
         return download_runs(table.rows, chosen, f"gpu-{gpu.slug}-best-runs")
-    page = selectors.paginate(table.rows, request.GET.get("page"))
+    # The groups' stored figures count the #1s, unless an evidence level narrows them.
+    known = None if table.params["evidence"] else browse.gpu_leader_count(gpu.product, table.params["source"])
+    page = selectors.paginate(table.rows, request.GET.get("page"), known_count=known)
     return render(request, "web/gpu_detail.html", {"gpu": gpu, "table": table, "page": page})
 
 

@@ -241,4 +241,3 @@ def test_the_data_quality_note_is_on_the_page_and_in_the_api(db: Any, client: An
     run = Run.objects.exclude(data_quality_note="").get()
     assert "data-quality note" in client.get(f"/runs/{run.public_id}/").content.decode()
     assert client.get(f"/api/v1/runs/{run.public_id}/").json()["dataQualityNote"] == run.data_quality_note
-

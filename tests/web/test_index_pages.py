@@ -126,6 +126,15 @@ def test_gpus_and_a_gpu_page_with_its_best_runs(client, data):
         assert run.public_id in b200
     # A group of one says so instead of "rank 1".
     assert "only run in its group" in b200
+    # The count comes from the groups' stored figures unless an evidence level narrows the runs.
+    for url, product, narrow in [
+        ("/gpus/b200/?source=sol-execbench", "NVIDIA B200", {"source__slug": "sol-execbench"}),
+        ("/gpus/h100-80gb-hbm3/?source=kernelbench", "NVIDIA H100 80GB HBM3", {"source__slug": "kernelbench"}),
+        ("/gpus/h200/?evidence=kernelindex_rerun", "NVIDIA H200", {"evidence_level": "kernelindex_rerun"}),
+    ]:
+        expected = Run.objects.filter(group__hardware_product=product, rank=1, **narrow).count()
+        assert expected > 0, url
+        assert f"Best run of each comparison group ({expected})" in text_of(client, url), url
     assert client.get("/gpus/b-200/").status_code == 404
 
 
