@@ -28,6 +28,8 @@ from typing import Any
 
 from django.db.models import Count, Max, Sum
 
+from runs.bulk import update_rows
+
 # Each kind's stored figures and their value when it has no published run.
 GROUP_FIGURES = {"published_runs": 0, "last_observed_at": None}
 BENCHMARK_FIGURES = {"published_runs": 0, "submitter_count": 0, "last_observed_at": None}
@@ -187,5 +189,4 @@ def _store(model: type, rows: list[Any], figures: dict[int, dict[str, Any]], emp
             for name, value in wanted.items():
                 setattr(row, name, value)
             changed.append(row)
-    if changed:
-        model.objects.bulk_update(changed, list(empty), batch_size=1000)
+    update_rows(model, changed, list(empty))

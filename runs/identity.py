@@ -125,6 +125,10 @@ def benchmark_target(bundle: VerifiedBundle) -> tuple[str, str]:
     return str(target["source"]), native_id
 
 
+# Read once: Django builds ``EvidenceLevel.values`` anew at every access (4 s of a 100,000-run import).
+EVIDENCE_LEVELS = frozenset(EvidenceLevel.values)
+
+
 def evidence_level_for(bundle: VerifiedBundle, *, default: str, trust_annotations: bool) -> str:
     """The evidence level a bundle is recorded with (DESIGN §3). The one rule:
 
@@ -143,7 +147,7 @@ def evidence_level_for(bundle: VerifiedBundle, *, default: str, trust_annotation
             evidence = EvidenceLevel.KERNELINDEX_RERUN
         elif A_EVIDENCE in bundle.annotations:
             evidence = bundle.annotations[A_EVIDENCE]
-    if evidence not in EvidenceLevel.values:
+    if evidence not in EVIDENCE_LEVELS:
         raise ManifestError(f"{origin}: unknown evidence level {evidence!r}")
     if evidence == EvidenceLevel.KERNELINDEX_RERUN and not rerun_bundles.is_rerun_bundle(bundle.docs):
         raise ManifestError(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelindex.gpus import normalise_product
+from runs.bulk import update_rows
 
 
 @dataclass(frozen=True)
@@ -191,28 +192,12 @@ def store_ranked_counts(groups: Iterable[Any], counts: dict[int, int]) -> None:
     recounted = [group for group in groups if group.ranked_count != counts.get(group.pk, 0)]
     for group in recounted:
         group.ranked_count = counts.get(group.pk, 0)
-    if recounted:
-        ComparisonGroup.objects.bulk_update(recounted, ["ranked_count"], batch_size=2000)
+    update_rows(ComparisonGroup, recounted, ["ranked_count"])
 
 
 def _store_ranks(changed: list[tuple[int, int | None]]) -> None:
-    """Write changed ranks. On PostgreSQL one ``UPDATE … FROM unnest(…)`` per 20,000 rows:
-    ``bulk_update``'s CASE WHEN per row took most of a 100,000-run import."""
-    from django.db import connection
-
+    """Write changed ranks (``runs.bulk``: ``bulk_update``'s CASE WHEN per row took most of a
+    100,000-run import)."""
     from runs.models import Run
 
-    if not changed:
-        return
-    if connection.vendor != "postgresql":
-        Run.objects.bulk_update([Run(pk=pk, rank=rank) for pk, rank in changed], ["rank"], batch_size=2000)
-        return
-    table = connection.ops.quote_name(Run._meta.db_table)
-    with connection.cursor() as cursor:
-        for start in range(0, len(changed), 20000):
-            chunk = changed[start : start + 20000]
-            cursor.execute(
-                f"UPDATE {table} AS run SET rank = new.rank "
-                "FROM unnest(%s::bigint[], %s::integer[]) AS new(id, rank) WHERE run.id = new.id",
-                [[pk for pk, _ in chunk], [rank for _, rank in chunk]],
-            )
+    update_rows(Run, [Run(pk=pk, rank=rank) for pk, rank in changed], ["rank"])
