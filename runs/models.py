@@ -407,7 +407,8 @@ class RunQuerySet(models.QuerySet):
 class Run(models.Model):
     public_id = models.CharField(max_length=64, unique=True)
     identity = models.TextField(unique=True, help_text="Canonical JSON of the source's own identity of the run.")
-    digest = models.CharField(max_length=71, db_index=True)
+    # Not indexed: nothing looks a run up by its digest (the admin's search is a substring match).
+    digest = models.CharField(max_length=71)
     document = models.TextField(help_text="RFC 8785 canonical bytes of the BenchmarkRun document.")
     name = models.CharField(max_length=200, blank=True)
     title = models.CharField(max_length=500, blank=True)
@@ -534,7 +535,8 @@ class Run(models.Model):
 class RunRevision(models.Model):
     """Every version a run has had: who changed it, what, and why. Append-only."""
 
-    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="revisions")
+    # Indexed by the unique (run, number) constraint, which starts with the run.
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="revisions", db_index=False)
     number = models.PositiveIntegerField()
     digest = models.CharField(max_length=71)
     document = models.TextField()
