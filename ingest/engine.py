@@ -189,6 +189,8 @@ def _import_batch(session: ImportSession, bundles: list[VerifiedBundle], result:
             session.touched_groups.add(run.group_id)
             continue
         previous_digest = run.digest
+        # A run that moves to another group leaves a gap in its old group's ranks and figures.
+        session.touched_groups.add(run.group_id)
         label, why = session.describe(_bundle)
         for name, value in fields.items():
             setattr(run, name, value)

@@ -226,7 +226,8 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def environment_detail(request: HttpRequest, digest: str) -> HttpResponse:
-    """4 queries: the environment, the sources (filter options), the run count and page.
+    """4 queries: the environment, the sources (filter options), the run count and page (3
+    unfiltered: the environment's stored figure is the count).
     ?format=csv|jsonl: the environment, the sources and the rows of the view."""
     environment = selectors.environment_get(digest)
     try:
@@ -245,7 +246,13 @@ def environment_detail(request: HttpRequest, digest: str) -> HttpResponse:
             "environment": environment,
             "software": json.dumps(environment.spec.get("software", {}), indent=2, ensure_ascii=False),
             "table": table,
-            "page": selectors.paginate(table.rows, request.GET.get("page")),
+            # Unfiltered, the environment's stored figure is the count (a million-run
+            # environment's bounded COUNT read 10,001 rows: 40 ms).
+            "page": selectors.paginate(
+                table.rows,
+                request.GET.get("page"),
+                known_count=None if table.filtered else environment.published_runs,
+            ),
         },
     )
 

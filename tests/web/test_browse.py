@@ -10,6 +10,7 @@ import re
 import pytest
 from django.core.management import call_command
 
+from attestations.moderation import run_hide
 from runs.models import Benchmark, ComparisonGroup, Run, Source
 from runs.ranking import RankingRule
 from tests.factories import REFERENCE_BUNDLE, REPO
@@ -123,10 +124,21 @@ def test_home_and_source_pages_list_sources_benchmarks_and_latest_runs(client, b
     assert Benchmark.objects.get(native_id="010_attention_value_projection_with_transpose").title in body
 
 
-def test_environment_page_lists_its_runs(client, board):
+def test_environment_page_lists_its_runs(client, board, django_user_model):
     run = Run.objects.get(group=board, rank=1)
     body = client.get(run.environment.get_absolute_url()).content.decode()
     assert "NVIDIA B200 (sm_100)" in visible_text(body) and run.public_id in body
+    # The count is the environment's stored figure, and equals the runs it holds; a filter counts.
+    published = Run.objects.visible().filter(environment=run.environment)
+    assert f"Runs in this environment ({published.count()})" in visible_text(body)
+    hidden = published.exclude(pk=run.pk).first()
+    moderator = django_user_model.objects.create_user("mod", password="unused-password-7", is_staff=True)
+    run_hide(hidden, moderator, "Published by mistake: a test of the stored count.")
+    body = client.get(run.environment.get_absolute_url()).content.decode()
+    assert f"Runs in this environment ({published.count()})" in visible_text(body)
+    body = client.get(run.environment.get_absolute_url() + "?evidence=source_reported").content.decode()
+    shown = published.filter(evidence_level="source_reported").count()
+    assert f"Runs in this environment ({shown})" in visible_text(body)
 
 
 def test_every_json_twin_link_answers_json(client, board):

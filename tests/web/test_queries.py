@@ -55,8 +55,10 @@ def pages(runs: list[Run]) -> list[tuple[str, int, int]]:
         # options), run count, run page
         ("/projects/tilegym/", 7, 200),
         ("/projects/tilegym/?gpu=b200&evidence=source_reported&sort=-latency&page=2", 7, 200),
+        # environment, sources (filter options), run page: its stored figure is the count
+        (f"/environments/{environment.digest}/", 3, 200),
         # environment, sources (filter options), run count, run page
-        (f"/environments/{environment.digest}/", 4, 200),
+        (f"/environments/{environment.digest}/?source=sol-execbench&sort=-latency", 4, 200),
         # benchmarks, submitters, projects, GPUs
         ("/search/?q=kv+cache", 4, 200),
         ("/search/?q=submitter", 4, 200),
