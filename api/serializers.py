@@ -85,7 +85,7 @@ def _summary(run: Run, name: str) -> dict[str, Any]:
     """The object ``SUMMARIES[name]`` of the run's document: from the text the database read
     (``Run.objects.with_summaries``) when the row has it, else from the whole document."""
     if name not in run.__dict__:
-        return _spec_object(run, *SUMMARIES[name][1:])  # the path starts at "spec"
+        return _spec_object(run, *SUMMARIES[name])
     text = run.__dict__[name]
     value = json.loads(text) if isinstance(text, str) else None
     return value if isinstance(value, dict) else {}

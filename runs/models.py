@@ -368,14 +368,14 @@ class DocumentObject(models.Func):
         return f"(({sql})::json #> %s)::text", [*params, "{" + ",".join(self.path) + "}"]
 
 
-# The objects of a run's document that an API item carries (api.serializers.run_item), by name.
-SUMMARIES = {"timing_json": ("spec", "timing"), "metrics_json": ("spec", "sourceNative", "metrics")}
+# The objects of a run's spec that an API item carries (api.serializers.run_item), by name.
+SUMMARIES = {"timing_json": ("timing",), "metrics_json": ("sourceNative", "metrics")}
 
 
 class RunQuerySet(models.QuerySet):
     def with_summaries(self) -> RunQuerySet:
         """Annotate the JSON text of ``SUMMARIES`` (for rows whose document is deferred)."""
-        return self.annotate(**{name: DocumentObject("document", *path) for name, path in SUMMARIES.items()})
+        return self.annotate(**{name: DocumentObject("document", "spec", *path) for name, path in SUMMARIES.items()})
 
     def visible(self) -> RunQuerySet:
         """Runs whose pages show their content (not tombstones)."""
