@@ -1,4 +1,6 @@
-"""The rows of a run table, written in Python (``{% load runrows %}``, ``{% run_rows runs %}``).
+"""The rows of the long tables, written in Python (``{% load runrows %}``): ``{% run_rows runs %}``
+(run lists), ``{% ranking_rows rows cols %}`` (a comparison group's ranking) and
+``{% case_rows table %}`` (the cases of a workload, on the run and benchmark pages).
 
 A list page shows 50 runs of nine cells each; as a template loop (``_run_rows.html`` and
 ``_run_table.html`` before) each row cost about 0.2 ms of variable lookups and filter calls, half
@@ -14,9 +16,10 @@ from html import escape
 from typing import Any
 
 from django import template
+from django.template.defaultfilters import capfirst, truncatechars
 from django.utils.safestring import SafeString, mark_safe
 
-from web.templatetags.kiformat import isodate, latency, score, submitter
+from web.templatetags.kiformat import MISSING, isodate, latency, plain, ratio, score, submitter
 from web.templatetags.ranks import rank_of
 
 register = template.Library()
@@ -69,3 +72,109 @@ def run_rows(runs: Iterable[Any], gpu: str = "group", empty: str = "No runs.") -
     if not rows:
         return mark_safe(f'<tr><td colspan="9">{escape(empty)}</td></tr>')
     return mark_safe("\n  ".join(rows))
+
+
+def _text(value: Any) -> str:
+    """``{{ value }}`` as a template writes it: escaped, None as "None"."""
+    return escape(str(value))
+
+
+def _ranking_row(run: Any, cols: dict[str, bool]) -> str:
+    url = escape(run.get_absolute_url())
+    if run.is_reference:
+        css = "reference"
+    elif not run.eligible or not run.rank:
+        css = "ineligible"
+    else:
+        css = ""
+    if run.rank:
+        rank = escape(rank_of(run))
+    elif run.is_reference:
+        rank = '<span class="badge">reference</span>'
+    else:
+        if run.quarantined:
+            why = " (quarantined)"
+        elif run.status != "passed":
+            why = f" ({_text(run.get_status_display())})"
+        elif run.eligible:
+            why = " (not their best)"
+        else:
+            why = ""
+        rank = f'<span class="small">unranked{why}</span>'
+    flags = getattr(run, "public_flags", None) or []
+    cells = [
+        f'<tr class="{css}">',
+        f'<th scope="row" class="num rank">{rank}</th>',
+        f'<td class="id"><a href="{url}">{_text(run.public_id)}</a>',
+        f' <a class="badge flagged" href="{url}#replications" title="Flagged by moderators">⚑</a></td>'
+        if flags
+        else "</td>",
+    ]
+    if cols.get("sol"):
+        cells.append(f'<td class="num">{escape(score(run.sol_score))}</td>')
+    cells.append(f'<td class="num">{escape(latency(run.latency_ns))}</td>')
+    if cols.get("speedup"):
+        cells.append(f'<td class="num">{escape(ratio(run.avg_speedup))}</td>')
+    if cols.get("fast"):
+        fast = f"{_text(run.fast_1_count)}/{_text(run.fast_1_total)}" if run.fast_1_total else MISSING
+        cells.append(f'<td class="num">{fast}</td>')
+    notes = "".join(
+        f'<p class="flag-note small"><a class="badge flagged" href="{url}#replications">⚑ flagged</a> '
+        f"{_text(capfirst(flag.get_category_display()))}: {_text(truncatechars(flag.public_summary, 160))}</p>"
+        for flag in flags
+    )
+    cells.append(f'<td class="who">{escape(submitter(run))}{notes}</td>')
+    implementation = run.implementation
+    project = implementation.project if implementation is not None else None
+    if project:
+        cells.append(f'<td><a href="{escape(project.get_absolute_url())}">{_text(project.name)}</a></td>')
+    else:
+        cells.append(f"<td>{MISSING}</td>")
+    cells.append(f'<td class="date">{escape(isodate(run.observed_at))}</td>')
+    cells.append(
+        f'<td><span class="badge evidence-{_text(run.evidence_level)}">'
+        f"{_text(run.get_evidence_level_display())}</span></td></tr>"
+    )
+    return "".join(cells)
+
+
+@register.simple_tag
+def ranking_rows(runs: Iterable[Any], cols: dict[str, bool]) -> SafeString:
+    """The ``<tr>`` of each row of a ranking (``runs/group_detail.html``): rank or why unranked,
+    the run and its flag, SOL, latency, × reference and cases faster where ``cols`` says the page
+    has them (``web.figures.run_columns``), submitter with the moderators' flags, project,
+    observed, evidence."""
+    rows = [_ranking_row(run, cols) for run in runs]
+    if not rows:
+        return mark_safe('<tr><td colspan="10">No runs in this group yet.</td></tr>')
+    return mark_safe("\n  ".join(rows))
+
+
+def _case_row(view: Any, cols: Any) -> str:
+    case = view.case
+    cells = [f'<tr><th scope="row" class="num">{_text(case.index)}</th>']
+    if cols.latency:
+        cells.append(f'<td class="num">{escape(latency(case.latency_ns))}</td>')
+    if cols.baseline:
+        cells.append(f'<td class="num">{escape(latency(case.baseline_ns))}</td>')
+    if cols.sol:
+        cells.append(f'<td class="num">{escape(latency(case.sol_ns))}</td>')
+    if cols.speedup:
+        cells.append(f'<td class="num">{escape(ratio(view.speedup))}</td>')
+    if cols.score:
+        cells.append(f'<td class="num">{escape(score(case.score))}</td>')
+    if cols.timer:
+        cells.append(f"<td>{_text(case.timer) if case.timer else MISSING}</td>")
+    if cols.status:
+        detail = f' <span class="small">{_text(case.detail)}</span>' if case.detail else ""
+        cells.append(f"<td>{_text(case.status) if case.status else MISSING}{detail}</td>")
+    axes = " ".join(f"<span>{_text(k)}={escape(plain(v))}</span>" for k, v in case.axes.items())
+    cells.append(f'<td class="axes">{axes or MISSING}</td></tr>')
+    return "".join(cells)
+
+
+@register.simple_tag
+def case_rows(table: Any) -> SafeString:
+    """The ``<tr>`` of each case of a ``web.figures.RunFigures`` (``runs/_cases.html``): its
+    number, the columns the table has any value in, and its axes."""
+    return mark_safe("\n  ".join(_case_row(view, table.columns) for view in table.rows))
