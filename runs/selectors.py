@@ -13,6 +13,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Max, Q, QuerySet
 from django.http import Http404
 
+from kernelindex.prepared import Prepared
 from runs.models import (
     ELIGIBLE,
     LISTING_DEFERRED,
@@ -52,13 +53,18 @@ def _run_queryset() -> QuerySet[Run]:
     return Run.objects.for_listing().defer(None).select_related("benchmark__workload", "workload")
 
 
+# The run page's query joins nine tables: compiled once (kernelindex.prepared), not per request.
+_run_by_id = Prepared(lambda public_id: _run_queryset().filter(public_id=public_id)[:1], public_id=str)
+
+
 def run_get(public_id: str) -> Run:
     """The run with this public id, with everything its page shows joined in (1 query).
 
     Unknown id → Http404; hidden or retracted → RunGone (the view answers 410)."""
-    run = _run_queryset().filter(public_id=public_id).first()
-    if run is None:
+    found = _run_by_id(public_id=public_id)
+    if not found:
         raise Http404(f"No run {public_id}")
+    run = found[0]
     if run.visibility != Visibility.PUBLISHED:
         raise RunGone(run)
     return run
@@ -68,9 +74,18 @@ def group_leader(run: Run, *, full: bool = True) -> Run | None:
     """#1 of the run's comparison group, or #2 when the run is #1 itself (1 query). Not
     ``full``: only its id and rank (the run page links to it; the compare page shows it)."""
     wanted = 2 if run.rank == 1 else 1
-    if not full:
-        return Run.objects.filter(group_id=run.group_id, rank=wanted).only("pk", "public_id", "rank").first()
-    return _run_queryset().filter(group_id=run.group_id, rank=wanted).first()
+    found = (_leader if full else _leader_link)(group_id=run.group_id, rank=wanted)
+    return found[0] if found else None
+
+
+_leader = Prepared(
+    lambda group_id, rank: _run_queryset().filter(group_id=group_id, rank=rank)[:1], group_id=int, rank=int
+)
+_leader_link = Prepared(
+    lambda group_id, rank: Run.objects.filter(group_id=group_id, rank=rank).only("pk", "public_id", "rank")[:1],
+    group_id=int,
+    rank=int,
+)
 
 
 def identity_labels(run: Run) -> dict[str, str]:
@@ -129,11 +144,17 @@ def eligibility_conditions() -> list[str]:
     return words
 
 
+_group_by_key = Prepared(
+    lambda key: ComparisonGroup.objects.select_related("benchmark", "benchmark__source", "source").filter(key=key)[:1],
+    key=str,
+)
+
+
 def group_get(key: str) -> ComparisonGroup:
-    group = ComparisonGroup.objects.select_related("benchmark", "benchmark__source", "source").filter(key=key).first()
-    if group is None:
+    found = _group_by_key(key=key)
+    if not found:
         raise Http404(f"No comparison group {key}")
-    return group
+    return found[0]
 
 
 def group_rule(group: ComparisonGroup) -> RankingRule:
@@ -228,15 +249,20 @@ def paginate(queryset: QuerySet, page: Any, per_page: int = PAGE_SIZE, *, known_
 # -- benchmarks, browse ------------------------------------------------------------------------
 
 
+_benchmark_by_id = Prepared(
+    lambda source, native_id: Benchmark.objects.select_related("source", "workload").filter(
+        source__slug=source, native_id=native_id
+    )[:1],
+    source=str,
+    native_id=str,
+)
+
+
 def benchmark_get(source_slug: str, native_id: str) -> Benchmark:
-    benchmark = (
-        Benchmark.objects.select_related("source", "workload")
-        .filter(source__slug=source_slug, native_id=native_id)
-        .first()
-    )
-    if benchmark is None:
+    found = _benchmark_by_id(source=source_slug, native_id=native_id)
+    if not found:
         raise Http404(f"No benchmark {source_slug}/{native_id}")
-    return benchmark
+    return found[0]
 
 
 def benchmark_groups(benchmark: Benchmark) -> list[dict[str, Any]]:

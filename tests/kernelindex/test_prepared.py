@@ -1,0 +1,88 @@
+"""``kernelindex.prepared``: a query compiled once answers every later call as the ordinary
+queryset would, with the values of that call."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from kernelindex.prepared import Prepared
+from runs import selectors
+from runs.models import ComparisonGroup, Run
+from tests.factories import sol_group
+
+pytestmark = pytest.mark.django_db
+
+
+def _fields(run: Run) -> tuple:
+    """What a page reads of a run and of everything joined to it."""
+    implementation = run.implementation
+    return (
+        run.pk,
+        run.public_id,
+        run.digest,
+        run.document,
+        run.observed_at,
+        run.latency_ns,
+        run.source.slug,
+        run.benchmark.native_id,
+        run.benchmark.source.slug,
+        run.group.key,
+        run.environment.product,
+        run.protocol.harness_label,
+        implementation.project.slug if implementation and implementation.project else None,
+    )
+
+
+def test_every_call_answers_what_the_queryset_answers_with_its_own_values() -> None:
+    sol_group(3)
+    by_id = Prepared(lambda public_id: selectors._run_queryset().filter(public_id=public_id)[:1], public_id=str)
+    runs = list(Run.objects.order_by("public_id"))
+    with CaptureQueriesContext(connection) as captured:
+        for run in runs + runs:  # compiled on the first call, reused on the others
+            (found,) = by_id(public_id=run.public_id)
+            (expected,) = selectors._run_queryset().filter(public_id=run.public_id)
+            assert _fields(found) == _fields(expected)
+    # One query per call, the same SQL as the ordinary queryset's, with this call's id.
+    ours = captured.captured_queries[0::2]
+    theirs = captured.captured_queries[1::2]
+    assert len(ours) == len(theirs) == 6
+    for mine, ordinary, run in zip(ours, theirs, runs + runs, strict=True):
+        assert run.public_id in mine["sql"]
+        assert mine["sql"].replace(" LIMIT 1", "") == ordinary["sql"]
+    assert by_id(public_id="no-such-run") == []
+
+
+def test_ints_slices_and_several_values() -> None:
+    sol_group(4)
+    group = ComparisonGroup.objects.get()
+    ranked = Prepared(
+        lambda group_id, rank: Run.objects.filter(group_id=group_id, rank__lte=rank).order_by("rank")[:10],
+        group_id=int,
+        rank=int,
+    )
+    for rank in (1, 3, 2, 0):
+        assert [r.rank for r in ranked(group_id=group.pk, rank=rank)] == list(range(1, rank + 1))
+    assert ranked(group_id=group.pk + 1000, rank=4) == []
+
+
+def test_none_and_other_types_run_the_ordinary_way() -> None:
+    sol_group(2)
+    ungrouped = Prepared(lambda group_id: Run.objects.filter(group_id=group_id), group_id=int)
+    assert ungrouped(group_id=None) == []  # IS NULL: other SQL, not the compiled one
+    group = ComparisonGroup.objects.get()
+    assert len(ungrouped(group_id=group.pk)) == 2
+    assert len(ungrouped(group_id=str(group.pk))) == 2
+    with pytest.raises(TypeError, match="takes"):
+        ungrouped(group=group.pk)
+
+
+def test_a_value_that_is_not_a_parameter_fails_on_first_use() -> None:
+    # icontains wraps the value in %…%: its position among the parameters cannot be found.
+    rewritten = Prepared(lambda name: Run.objects.filter(title__icontains=name), name=str)
+    with pytest.raises(ImproperlyConfigured, match="not a parameter"):
+        rewritten(name="kv")
+    with pytest.raises(ImproperlyConfigured, match="str or int"):
+        Prepared(lambda when: Run.objects.filter(observed_at=when), when=float)
