@@ -191,7 +191,10 @@ class RunViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
     default_ordering = "-observedAt"
 
     def get_queryset(self) -> QuerySet[Run]:
-        return Run.objects.visible().for_listing().with_summaries()
+        runs = Run.objects.visible().for_listing().with_summaries()
+        if self.action in ("list", "export_jsonl"):  # items only (serializers.run_item)
+            runs = runs.only(*serializers.RUN_ITEM_COLUMNS)
+        return runs
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         try:
