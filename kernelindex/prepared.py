@@ -15,7 +15,9 @@ Values are ``str`` or ``int`` and are compared with ``=`` (an ``exact`` lookup):
 database receives unchanged, so its position in the parameters can be found. A query whose
 placeholder does not show up among its parameters (a lookup that rewrites the value, a slice
 written into the SQL) fails on its first run. ``None`` would change the SQL (``IS NULL``), so a
-call with ``None``, or with a value of another type, runs the queryset the ordinary way.
+call with ``None``, or with a value of another type, runs the queryset the ordinary way. The
+first call compiles the queryset twice, with two sets of placeholders, and fails unless both give
+the same SQL.
 ``prefetch_related`` lookups run as usual after the main query.
 """
 
@@ -33,8 +35,9 @@ from django.db.models import Model, QuerySet
 
 M = TypeVar("M", bound=Model)
 
-# Placeholders no real value equals: negative ids, and strings with a NUL no form or import admits.
-_numbers = itertools.count(-7_390_000_001, -1)
+# Placeholder values: small positive numbers, so that no integer column of any size or sign
+# finds them out of range (Django answers such a lookup with an empty result, not with SQL).
+_numbers = itertools.count(20_001)
 
 
 class _Compiled:
@@ -53,12 +56,18 @@ class Prepared(Generic[M]):
                 raise ImproperlyConfigured(f"Prepared value {name!r} must be str or int, not {kind.__name__}")
         self._build = build
         self._types = types
-        self._placeholders: dict[str, str | int] = {
-            name: (f"\x00prepared:{name}:{next(_numbers)}" if kind is str else next(_numbers))
-            for name, kind in types.items()
-        }
+        # Two sets of placeholders: a parameter is a value's slot when it holds that value's
+        # placeholder in both compilations, so a constant of the query that happens to equal one
+        # placeholder is never taken for it.
+        self._placeholders: tuple[dict[str, str | int], ...] = tuple(
+            {
+                name: (f"prepared:{name}:{next(_numbers)}" if kind is str else next(_numbers))
+                for name, kind in types.items()
+            }
+            for _ in range(2)
+        )
         self._compiled: WeakKeyDictionary[Any, _Compiled] = WeakKeyDictionary()
-        self._queryset: QuerySet[M] | None = None  # built once, with the placeholders
+        self._queryset: QuerySet[M] | None = None  # built once, with the first placeholders
 
     def __call__(self, **values: Any) -> list[M]:
         if values.keys() != self._types.keys():
@@ -66,7 +75,7 @@ class Prepared(Generic[M]):
         if any(type(values[name]) is not kind for name, kind in self._types.items()):
             return list(self._build(**values))  # None, or a value of another type: the ordinary way
         if self._queryset is None:
-            self._queryset = self._build(**self._placeholders)
+            self._queryset = self._build(**self._placeholders[0])
         connection = connections[self._queryset.db]
         compiled = self._compiled.get(connection)
         if compiled is None:
@@ -74,7 +83,8 @@ class Prepared(Generic[M]):
         params = list(compiled.params)
         for name, positions in compiled.slots.items():
             for position in positions:
-                params[position] = values[name]
+                # The parameter's own class: PostgreSQL's backend sends ints typed (Int4, Int8…).
+                params[position] = type(params[position])(values[name])
         # A copy of the first compilation's compiler (its select list, joins and converters) that
         # answers the stored SQL with these parameters; Django's iterable builds the instances.
         compiler = copy.copy(compiled.compiler)
@@ -87,10 +97,17 @@ class Prepared(Generic[M]):
     def _compile(self, queryset: QuerySet[M]) -> _Compiled:
         compiler = queryset.query.get_compiler(using=queryset.db)
         sql, params = compiler.as_sql()
+        other = self._build(**self._placeholders[1])
+        other_sql, other_params = other.query.get_compiler(using=queryset.db).as_sql()
+        if other_sql != sql or len(other_params) != len(params):
+            raise ImproperlyConfigured(f"The SQL of a prepared query depends on its values: {sql} / {other_sql}")
         slots: dict[str, list[int]] = {}
-        for name, placeholder in self._placeholders.items():
+        for name, kind in self._types.items():
+            first, second = self._placeholders[0][name], self._placeholders[1][name]
             slots[name] = [
-                i for i, param in enumerate(params) if type(param) is type(placeholder) and param == placeholder
+                i
+                for i, (a, b) in enumerate(zip(params, other_params, strict=True))
+                if isinstance(a, kind) and a == first and isinstance(b, kind) and b == second
             ]
             if not slots[name]:
                 raise ImproperlyConfigured(f"Prepared value {name!r} is not a parameter of the query's SQL: {sql}")

@@ -86,3 +86,9 @@ def test_a_value_that_is_not_a_parameter_fails_on_first_use() -> None:
         rewritten(name="kv")
     with pytest.raises(ImproperlyConfigured, match="str or int"):
         Prepared(lambda when: Run.objects.filter(observed_at=when), when=float)
+
+
+def test_sql_that_depends_on_the_values_fails_on_first_use() -> None:
+    sliced = Prepared(lambda n: Run.objects.order_by("pk")[:n], n=int)  # LIMIT n is written into the SQL
+    with pytest.raises(ImproperlyConfigured, match="depends on its values"):
+        sliced(n=3)
