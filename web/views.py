@@ -95,6 +95,17 @@ def run_json(request: HttpRequest, public_id: str) -> HttpResponse:
     return response
 
 
+# What a ranking row shows ({% ranking_rows %}, its submitter through identity_labels, the chart):
+# a page loads only these columns of its 50 runs and their implementations and projects. The rest
+# (documents aside, some 40 columns of dates, digests and ids) cost a third of the page to load.
+RANKING_ROW_COLUMNS = (
+    *("public_id", "rank", "is_reference", "quarantined", "status", "sol_score", "latency_ns", "avg_speedup"),
+    *("fast_1_count", "fast_1_total", "submitter", "title", "external_id", "observed_at", "evidence_level"),
+    *("implementation__submitter", "implementation__revision", "implementation__project__slug"),
+    "implementation__project__name",
+)
+
+
 def group_detail(request: HttpRequest, key: str) -> HttpResponse:
     """4 queries: the group, the row count, one page of rows, their published flags.
     ?format=csv|jsonl: the group and the rows of the view (2)."""
@@ -121,7 +132,12 @@ def group_detail(request: HttpRequest, key: str) -> HttpResponse:
         # The ranking rows leave out what the group gives every row; a download writes them.
         rows = table.rows.select_related("source", "benchmark__source", "group")
         return tables.download_runs(rows, chosen, f"group-{group.key.removeprefix('sha256:')[:16]}")
-    page = selectors.paginate(pages.with_public_flags(table.rows), request.GET.get("page"))
+    page = selectors.paginate(
+        pages.with_public_flags(
+            table.rows.select_related(None).select_related("implementation__project").only(*RANKING_ROW_COLUMNS)
+        ),
+        request.GET.get("page"),
+    )
     # The group's own source, benchmark and ranked_count ("rank N of M"), already loaded: the
     # rows join only what differs between them.
     rows = selectors.attach_group(list(page.object_list), group)
