@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from kernelindex.prepared import Prepared
 from runs.models import EvidenceLevel, Run
 
 RERUN_SOURCE = "kernelindex"
@@ -204,8 +205,22 @@ def related_runs(run: Run) -> QuerySet[Run] | list[Run]:
             rows = match if rows is None else rows | match
         assert rows is not None  # has_related checked there is at least one
         return rows.order_by("group__hardware_product", "-group__harness_version", "submitter", "public_id")
-    return published.filter(
-        source__slug=RERUN_SOURCE,
-        evidence_level=EvidenceLevel.KERNELINDEX_RERUN,
-        implementation__revision=_remeasured_revision(run),
-    ).order_by("group__hardware_product", "-group__harness_version", "-observed_at", "public_id")
+    return _reruns_of(benchmark_id=run.benchmark_id, revision=_remeasured_revision(run))
+
+
+# A reference row's reruns: one shape whatever the row, compiled once (kernelindex.prepared).
+_reruns_of = Prepared(
+    lambda benchmark_id, revision: (
+        Run.objects.visible()
+        .for_listing()
+        .filter(
+            benchmark_id=benchmark_id,
+            source__slug=RERUN_SOURCE,
+            evidence_level=EvidenceLevel.KERNELINDEX_RERUN,
+            implementation__revision=revision,
+        )
+        .order_by("group__hardware_product", "-group__harness_version", "-observed_at", "public_id")
+    ),
+    benchmark_id=int,
+    revision=str,
+)

@@ -265,21 +265,40 @@ def benchmark_get(source_slug: str, native_id: str) -> Benchmark:
     return found[0]
 
 
-def benchmark_groups(benchmark: Benchmark) -> list[dict[str, Any]]:
-    """Each comparison group of a benchmark with its run count and top runs (2 queries)."""
-    groups = list(
-        ComparisonGroup.objects.filter(benchmark=benchmark)
+_benchmark_groups = Prepared(
+    lambda benchmark_id: (
+        ComparisonGroup.objects.filter(benchmark_id=benchmark_id)
+        .defer("key_document")
         .annotate(run_count=F("published_runs"))
         .order_by("hardware_product", "harness_name", "-harness_version")[:50]
-    )
+    ),
+    benchmark_id=int,
+)
+
+# What the benchmark page shows of a group's top runs (rank, run, SOL, latency, submitter through
+# identity_labels, observed; the summary card's statistic): its rows load only these columns.
+TOP_ROW_COLUMNS = (
+    *("public_id", "group", "rank", "is_reference", "sol_score", "latency_ns", "primary_statistic", "submitter"),
+    *("title", "external_id", "observed_at", "evidence_level", "source__slug", "implementation__submitter"),
+    *("implementation__revision", "implementation__project__name"),
+)
+
+
+def benchmark_groups(benchmark: Benchmark) -> list[dict[str, Any]]:
+    """Each comparison group of a benchmark with its run count and top runs (2 queries)."""
+    groups = _benchmark_groups(benchmark_id=benchmark.pk)
     top = (
         Run.objects.filter(group__in=[g.pk for g in groups], rank__lte=TOP_PER_GROUP)
         .visible()
-        .for_listing()
+        .select_related("source", "implementation__project")
+        .only(*TOP_ROW_COLUMNS)
         .order_by("group_id", "rank")
     )
+    by_pk = {g.pk: g for g in groups}
     by_group: dict[int, list[Run]] = {}
     for run in top:
+        run.group = by_pk[run.group_id]  # loaded above: "rank 2 of 40" reads its ranked_count
+        run.benchmark = benchmark
         by_group.setdefault(run.group_id, []).append(run)
     return [{"group": g, "top": by_group.get(g.pk, [])} for g in groups]
 
