@@ -195,14 +195,16 @@ class PageCacheMiddleware:
         key = _page_key(request)
         # A revalidation needs only the version: fetching the stored page too (hundreds of kB for
         # a benchmark page with its charts) cost more than the 304 saves.
+        # With the page cache off (PAGE_CACHE_SECONDS=0) nothing is stored: only the version.
         revalidating = bool(request.headers.get("If-None-Match"))
+        storing = settings.PAGE_CACHE_SECONDS > 0
         try:
-            found = cache.get_many([VERSION_KEY] if revalidating else [VERSION_KEY, key])
+            found = cache.get_many([VERSION_KEY, key] if storing and not revalidating else [VERSION_KEY])
             version = found.get(VERSION_KEY)
             if version is None:
                 version = data_version()
             etag = _etag(version)
-            if revalidating and not _etag_matches(request, etag):
+            if storing and revalidating and not _etag_matches(request, etag):
                 found.update(cache.get_many([key]))
         except Exception as error:  # the site keeps answering, uncached, without its page cache
             logger.exception("page cache unavailable")
@@ -234,7 +236,7 @@ class PageCacheMiddleware:
             response["ETag"] = etag
         response["Last-Modified"] = http_date()
         _public(response)
-        if settings.PAGE_CACHE_SECONDS > 0 and request.method == "GET":
+        if storing and request.method == "GET":
             headers = [(h, v) for h, v in response.items() if h.lower() not in ("vary", "x-page-cache")]
             self._store(
                 cache,
