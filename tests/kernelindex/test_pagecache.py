@@ -194,3 +194,15 @@ def test_api_lists_answer_304_on_the_data_version_until_a_write(client, runs):
     import_bundles([sol_bundle(submission_id=779, username="api | lab", sol_score=0.4, latency_ms=0.04)])
     fresh = client.get("/api/v1/runs/", HTTP_IF_NONE_MATCH=etag)
     assert fresh.status_code == 200 and fresh["ETag"] != etag
+
+
+def test_with_the_page_cache_off_a_page_is_rendered_and_still_answers_304(client, runs, settings):
+    url = runs[0].get_absolute_url()
+    stored = client.get(url)
+    assert stored["X-Page-Cache"] == "miss" and client.get(url)["X-Page-Cache"] == "hit"
+    settings.PAGE_CACHE_SECONDS = 0  # switched off: the page stored above is not served
+    for _ in range(2):
+        fresh = client.get(url)
+        assert fresh.status_code == 200 and fresh["X-Page-Cache"] == "miss"
+        assert fresh.content == stored.content
+    assert client.get(url, HTTP_IF_NONE_MATCH=fresh["ETag"]).status_code == 304
