@@ -41,10 +41,13 @@ _numbers = itertools.count(20_001)
 
 
 class _Compiled:
-    __slots__ = ("queryset", "compiler", "sql", "params", "slots")
+    __slots__ = ("queryset", "compiler", "sql", "params", "slots", "converters")
 
-    def __init__(self, queryset: QuerySet, compiler: Any, sql: str, params: tuple, slots: dict[str, list[int]]):
-        self.queryset, self.compiler, self.sql, self.params, self.slots = queryset, compiler, sql, params, slots
+    def __init__(
+        self, queryset: QuerySet, compiler: Any, sql: str, params: tuple, slots: dict[str, list[int]], converters: Any
+    ) -> None:
+        self.queryset, self.compiler, self.sql, self.params = queryset, compiler, sql, params
+        self.slots, self.converters = slots, converters
 
 
 class Prepared(Generic[M]):
@@ -88,8 +91,9 @@ class Prepared(Generic[M]):
         # A copy of the first compilation's compiler (its select list, joins and converters) that
         # answers the stored SQL with these parameters; Django's iterable builds the instances.
         compiler = copy.copy(compiled.compiler)
-        sql, bound = compiled.sql, tuple(params)
+        sql, bound, converters = compiled.sql, tuple(params), compiled.converters
         compiler.as_sql = lambda *args, **kwargs: (sql, bound)
+        compiler.get_converters = lambda expressions: converters  # its select list's, found once
         queryset = compiled.queryset._chain()
         queryset.query.get_compiler = lambda *args, **kwargs: compiler
         return list(queryset)
@@ -111,4 +115,5 @@ class Prepared(Generic[M]):
             ]
             if not slots[name]:
                 raise ImproperlyConfigured(f"Prepared value {name!r} is not a parameter of the query's SQL: {sql}")
-        return _Compiled(queryset, compiler, sql, tuple(params), slots)
+        converters = compiler.get_converters([column[0] for column in compiler.select[0 : compiler.col_count]])
+        return _Compiled(queryset, compiler, sql, tuple(params), slots, converters)
