@@ -153,16 +153,14 @@ def ranking_rows(runs: Iterable[Any], cols: dict[str, bool]) -> SafeString:
 def _case_row(view: Any, cols: Any) -> str:
     case = view.case
     cells = [f'<tr><th scope="row" class="num">{_text(case.index)}</th>']
-    if cols.latency:
-        cells.append(f'<td class="num">{escape(latency(case.latency_ns))}</td>')
-    if cols.baseline:
-        cells.append(f'<td class="num">{escape(latency(case.baseline_ns))}</td>')
-    if cols.sol:
-        cells.append(f'<td class="num">{escape(latency(case.sol_ns))}</td>')
-    if cols.speedup:
-        cells.append(f'<td class="num">{escape(ratio(view.speedup))}</td>')
-    if cols.score:
-        cells.append(f'<td class="num">{escape(score(case.score))}</td>')
+    numbers = (
+        (cols.latency, latency, case.latency_ns),
+        (cols.baseline, latency, case.baseline_ns),
+        (cols.sol, latency, case.sol_ns),
+        (cols.speedup, ratio, view.speedup),
+        (cols.score, score, case.score),
+    )
+    cells.extend(f'<td class="num">{escape(write(value))}</td>' for shown, write, value in numbers if shown)
     if cols.timer:
         cells.append(f"<td>{_text(case.timer) if case.timer else MISSING}</td>")
     if cols.status:
