@@ -14,18 +14,14 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from api.items import permalink, run_item, spec_object
 from api.models import RerunTarget
 from attestations.forms import STATISTICS
 from attestations.models import UNIT_NS, AttestationKind, ReportCategory
 from kernelindex.gpus import architecture_for
 from runs import ranking, selectors
 from runs.manifests import KINDS
-from runs.models import SUMMARIES, ComparisonGroup, Run
-
-
-def permalink(obj: Any) -> str:
-    """The object's public page, as citations and the run page write it (SITE_URL + path)."""
-    return settings.SITE_URL + obj.get_absolute_url()
+from runs.models import ComparisonGroup, Run
 
 
 class PermalinkField(serializers.Field):
@@ -72,23 +68,6 @@ class HarnessSerializer(serializers.Serializer):
     version = serializers.CharField(source="harness_version")
     family = serializers.CharField()
     protocolDigest = serializers.CharField(source="digest")
-
-
-def _spec_object(run: Run, *path: str) -> dict[str, Any]:
-    value: Any = run.spec
-    for step in path:
-        value = value.get(step) if isinstance(value, dict) else None
-    return value if isinstance(value, dict) else {}
-
-
-def _summary(run: Run, name: str) -> dict[str, Any]:
-    """The object ``SUMMARIES[name]`` of the run's document: from the text the database read
-    (``Run.objects.with_summaries``) when the row has it, else from the whole document."""
-    if name not in run.__dict__:
-        return _spec_object(run, *SUMMARIES[name])
-    text = run.__dict__[name]
-    value = json.loads(text) if isinstance(text, str) else None
-    return value if isinstance(value, dict) else {}
 
 
 class RunSerializer(serializers.Serializer):
@@ -140,7 +119,7 @@ class RunSerializer(serializers.Serializer):
         }
     )
     def get_timing(self, run: Run) -> dict[str, Any]:
-        return _spec_object(run, "timing")
+        return spec_object(run, "timing")
 
     @extend_schema_field(
         {
@@ -150,81 +129,7 @@ class RunSerializer(serializers.Serializer):
         }
     )
     def get_metrics(self, run: Run) -> dict[str, Any]:
-        return _spec_object(run, "sourceNative", "metrics")
-
-
-_DATETIME = serializers.DateTimeField()
-
-
-def _datetime(value: Any) -> str | None:
-    return None if value is None else _DATETIME.to_representation(value)
-
-
-def _optional(value: Any, kind: type) -> Any:
-    return None if value is None else kind(value)
-
-
-# The columns run_item reads (with the summaries of Run.objects.with_summaries()): a list loads
-# only these. The runs' and joined rows' other columns cost a setattr, and for dates a conversion,
-# each: about a quarter of an API page at nine objects of 10 to 40 columns per item.
-RUN_ITEM_COLUMNS = (
-    *("public_id", "digest", "external_id", "title", "rank", "source_rank", "is_reference", "status"),
-    *("evidence_level", "quarantined", "submitter", "primary_statistic", "latency_ns", "observed_at"),
-    *("published_at", "source__slug", "benchmark__native_id", "benchmark__title", "benchmark__source__slug"),
-    *("group__key", "environment__product", "environment__architecture", "environment__digest"),
-    *("protocol__harness_name", "protocol__harness_version", "protocol__family", "protocol__digest"),
-    *("implementation__project__slug", "implementation__project__name"),
-)
-
-
-def run_item(run: Run) -> dict[str, Any]:
-    """RunSerializer's item for one run: the declared fields, in their order, with DRF's own
-    representations (str, int, float, bool, ISO 8601 with "Z"), from the joined rows only."""
-    benchmark, environment, protocol = run.benchmark, run.environment, run.protocol
-    implementation = run.implementation
-    project = implementation.project if implementation is not None else None
-    return {
-        "id": str(run.public_id),
-        "url": permalink(run),
-        "digest": str(run.digest),
-        "externalId": str(run.external_id),
-        "title": str(run.title),
-        "source": str(run.source.slug),
-        "benchmark": {
-            "source": str(benchmark.source.slug),
-            "nativeId": str(benchmark.native_id),
-            "title": str(benchmark.title),
-            "url": permalink(benchmark),
-        },
-        "comparisonKey": str(run.group.key),
-        "rank": _optional(run.rank, int),
-        "sourceRank": _optional(run.source_rank, int),
-        "isReference": bool(run.is_reference),
-        "status": str(run.status),
-        "evidenceLevel": str(run.evidence_level),
-        "quarantined": bool(run.quarantined),
-        "submitter": str(run.submitter),
-        "project": None
-        if project is None
-        else {"slug": str(project.slug), "name": str(project.name), "url": permalink(project)},
-        "hardware": {
-            "product": str(environment.product),
-            "architecture": str(environment.architecture),
-            "environmentDigest": str(environment.digest),
-        },
-        "harness": {
-            "name": str(protocol.harness_name),
-            "version": str(protocol.harness_version),
-            "family": str(protocol.family),
-            "protocolDigest": str(protocol.digest),
-        },
-        "primaryStatistic": str(run.primary_statistic),
-        "latencyNs": _optional(run.latency_ns, float),
-        "observedAt": _datetime(run.observed_at),
-        "publishedAt": _datetime(run.published_at),
-        "timing": _summary(run, "timing_json"),
-        "metrics": _summary(run, "metrics_json"),
-    }
+        return spec_object(run, "sourceNative", "metrics")
 
 
 class RunDisplaySerializer(serializers.Serializer):

@@ -24,7 +24,7 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api import exports, filters, serializers
+from api import exports, filters, items, serializers
 from api.conditional import VersionedListMixin, etag_response
 from api.exceptions import ApiError
 from api.models import ApiToken
@@ -192,8 +192,8 @@ class RunViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self) -> QuerySet[Run]:
         runs = Run.objects.visible().for_listing().with_summaries()
-        if self.action in ("list", "export_jsonl"):  # items only (serializers.run_item)
-            runs = runs.only(*serializers.RUN_ITEM_COLUMNS)
+        if self.action in ("list", "export_jsonl"):  # items only (items.run_item)
+            runs = runs.only(*items.RUN_ITEM_COLUMNS)
         return runs
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -455,7 +455,7 @@ class ManifestView(ApiMixin, GenericAPIView):
         data = serializers.SubmissionSerializer(submission).data
         code = status.HTTP_201_CREATED if submission.outcome == "created" else status.HTTP_200_OK
         response = Response(data, status=code)
-        response["Location"] = serializers.permalink(submission.run)
+        response["Location"] = items.permalink(submission.run)
         return response
 
 

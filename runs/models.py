@@ -368,7 +368,7 @@ class DocumentObject(models.Func):
         return f"(({sql})::json #> %s)::text", [*params, "{" + ",".join(self.path) + "}"]
 
 
-# The objects of a run's spec that an API item carries (api.serializers.run_item), by name.
+# The objects of a run's spec that an API item carries (api.items.run_item), by name.
 SUMMARIES = {"timing_json": ("timing",), "metrics_json": ("sourceNative", "metrics")}
 
 

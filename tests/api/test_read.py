@@ -256,7 +256,7 @@ def test_a_benchmark_lists_its_source_runs_and_kernelindex_reruns(client: Any, s
 
 
 def test_run_items_equal_the_declared_fields_field_by_field(shipped_data: None) -> None:
-    """RunSerializer builds its item in one function (serializers.run_item) for speed; for every
+    """RunSerializer builds its item in one function (api.items.run_item) for speed; for every
     shipped run it must be exactly what DRF's field-by-field pass over the declared fields gives,
     key order included (the list and the detail serializer)."""
     from rest_framework import serializers as drf
