@@ -134,10 +134,19 @@ DATABASES = {
         conn_max_age=env_int("CONN_MAX_AGE", 60),
     )
 }
+# The embedded SQLite database, shared by several gunicorn workers: a writer waits for the lock
+# (timeout, IMMEDIATE) instead of failing. Write-ahead logging lets pages read while an import or
+# a rate-limit counter writes, and with synchronous=NORMAL a commit no longer waits for the disk
+# (a power cut may lose the last commits, never the file): the API throttle's write on every
+# request took 1.6 ms of a 2 ms 304 in the journal's default mode, 0.5 ms in this one.
+SQLITE_OPTIONS = {
+    "timeout": 20,
+    "transaction_mode": "IMMEDIATE",
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Several gunicorn workers share one SQLite file: wait for the write lock instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {})
-    DATABASES["default"]["OPTIONS"].update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
+    DATABASES["default"]["OPTIONS"].update(SQLITE_OPTIONS)
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # A run list joins nine tables, and PostgreSQL planned every join order of them: 18 ms of
     # planning for 2 ms of execution at a million runs. Six keeps the runs table and the tables

@@ -52,3 +52,18 @@ def test_it_rejects_a_debug_value_that_is_not_a_boolean() -> None:
     result = load_settings(DEBUG="maybe", SECRET_KEY="x")
     assert result.returncode != 0
     assert "DEBUG='maybe' is not a boolean" in result.stderr
+
+
+def test_a_sqlite_site_writes_ahead_and_commits_without_waiting_for_the_disk(tmp_path: Path) -> None:
+    """Several gunicorn workers share the embedded database: pages read while a write goes on,
+    and a commit (the API throttle's, on every request) does not wait for the disk."""
+    database = tmp_path / "site.sqlite3"
+    code = (
+        "import django; django.setup(); from django.db import connection; cursor = connection.cursor(); "
+        "print(cursor.execute('PRAGMA journal_mode').fetchone()[0], cursor.execute('PRAGMA synchronous').fetchone()[0])"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
+    env.update(DATABASE_URL=f"sqlite:///{database}", DEBUG="1", DJANGO_SETTINGS_MODULE="kernelindex.settings")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["wal", "1"]  # synchronous 1 = NORMAL
