@@ -1,5 +1,6 @@
 """Conditional GET for the API: list endpoints validated by the site's data version, single
-objects by a strong ETag over their JSON body; a matching If-None-Match is answered 304."""
+objects by a strong ETag over their JSON body; a matching If-None-Match is answered 304. Anonymous
+JSON lists are kept in the page cache under the data version they were rendered at."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import hashlib
 import json
 from typing import Any
 
+from django.conf import settings
+from django.http import HttpResponse, HttpResponseBase
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,18 +23,51 @@ def _matches(request: Request, etag: str) -> bool:
     return etag in candidates or "*" in candidates
 
 
-class VersionedListMixin:
-    """Conditional GET for list endpoints: the ETag is the site's data version (the pages'
-    validator, kernelindex.pagecache), which every write bumps, so a client or proxy holding a
-    page of a list revalidates with one cache read, no query (304), after the throttles ran."""
+def _list_key(request: Request) -> str | None:
+    """Where an anonymous JSON list is kept in the page cache; None for anything else (a token,
+    a signed-in session, the browsable API, the page cache off)."""
+    if settings.PAGE_CACHE_SECONDS <= 0 or request.method != "GET" or request.auth is not None:
+        return None
+    if request.user.is_authenticated or getattr(request, "accepted_renderer", None) is None:
+        return None
+    if request.accepted_renderer.format != "json":
+        return None
+    what = f"{request.get_host()}|{request.get_full_path()}|{request.accepted_media_type}"
+    return "ki:api:" + hashlib.sha256(what.encode()).hexdigest()
 
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        etag = pagecache.current_etag()
+
+class VersionedListMixin:
+    """Conditional GET and caching for list endpoints, after the throttles ran. The ETag is the
+    site's data version (the pages' validator, kernelindex.pagecache), which every write bumps:
+    a client or proxy holding a page of a list revalidates with one cache read, no query (304),
+    and an anonymous JSON list is served from the page cache while the version is unchanged (in
+    the same round trip as the version)."""
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        key = _list_key(request)
+        etag, entry = pagecache.stored_at_current_version(key) if key else (pagecache.current_etag(), None)
         if _matches(request, etag):
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
+        if entry is not None:
+            cached = HttpResponse(entry["content"], content_type=entry["content_type"])
+            cached["ETag"] = etag
+            cached["X-Page-Cache"] = "hit"
+            return cached
         response = super().list(request, *args, **kwargs)  # type: ignore[misc]
         if response.status_code == 200:
             response["ETag"] = etag
+            if key:
+                response["X-Page-Cache"] = "miss"
+                self._store_as = (key, etag)
+        return response
+
+    def finalize_response(self, request: Request, response: HttpResponseBase, *args: Any, **kwargs: Any) -> Any:
+        response = super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
+        store_as = getattr(self, "_store_as", None)
+        if store_as is not None and isinstance(response, Response):
+            response.render()  # what Django would render next; rendering twice does nothing
+            key, etag = store_as
+            pagecache.store_at(key, etag, {"content": response.content, "content_type": response["Content-Type"]})
         return response
 
 

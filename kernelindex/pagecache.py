@@ -21,7 +21,8 @@ the view untouched (no lookup, no store, ``Cache-Control: private``); ``request.
 only then, lazily. A response that sets a cookie or will have one set by an outer middleware (a
 form's CSRF token, a queued message, a changed session), varies on anything but Cookie, streams,
 or has a status other than 200/410 is never stored and gets no page ETag. Paths under /admin/, /api/
-and /accounts/ are left alone (the API keeps its own throttling and validators).
+and /accounts/ are left alone: the API keeps its own throttling and validators, and caches its
+lists itself, after the throttles (``api.conditional``, through ``stored_at_current_version``).
 """
 
 from __future__ import annotations
@@ -118,6 +119,26 @@ def _etag(version: int) -> str:
 def current_etag() -> str:
     """The validator of anything that changes only when the data does (one cache read)."""
     return _etag(data_version())
+
+
+def stored_at_current_version(key: str) -> tuple[str, dict[str, Any] | None]:
+    """The current validator and the entry ``store_at`` left under ``key`` if it was stored at
+    that validator (one round trip); an unreachable cache gives no entry."""
+    try:
+        found = _cache().get_many([VERSION_KEY, key])
+    except Exception:
+        logger.exception("page cache unavailable")
+        return current_etag(), None
+    version = found.get(VERSION_KEY)
+    etag = _etag(version) if version is not None else current_etag()
+    entry = found.get(key)
+    return etag, entry if isinstance(entry, dict) and entry.get("etag") == etag else None
+
+
+def store_at(key: str, etag: str, entry: dict[str, Any]) -> None:
+    """Keep ``entry`` under ``key`` for PAGE_CACHE_SECONDS, valid while ``etag`` is current."""
+    if settings.PAGE_CACHE_SECONDS > 0:
+        PageCacheMiddleware._store(_cache(), key, {**entry, "etag": etag})
 
 
 def _etag_matches(request: HttpRequest, etag: str) -> bool:

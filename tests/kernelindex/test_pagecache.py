@@ -206,3 +206,33 @@ def test_with_the_page_cache_off_a_page_is_rendered_and_still_answers_304(client
         assert fresh.status_code == 200 and fresh["X-Page-Cache"] == "miss"
         assert fresh.content == stored.content
     assert client.get(url, HTTP_IF_NONE_MATCH=fresh["ETag"]).status_code == 304
+
+
+def test_an_anonymous_api_list_is_served_from_the_cache_until_a_write(client, runs, mod):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from api.services import api_token_issue
+
+    url = "/api/v1/runs/?ordering=rank"
+    first = client.get(url)
+    assert first.status_code == 200 and first["X-Page-Cache"] == "miss"
+    with CaptureQueriesContext(connection) as captured:  # the throttle's cache may be the database
+        hit = client.get(url)
+    assert hit.status_code == 200 and hit["X-Page-Cache"] == "hit"
+    assert hit.content == first.content and hit["ETag"] == first["ETag"]
+    assert hit["Content-Type"] == first["Content-Type"] == "application/json"
+    assert not [q for q in captured.captured_queries if "runs_" in q["sql"]]
+    assert client.get(url + "&limit=1")["X-Page-Cache"] == "miss"  # another URL, another entry
+
+    # A token holder is throttled by token and never served, nor leaves, a cached list.
+    _, raw = api_token_issue(user=mod, name="ci", issued_by=mod)
+    for _ in range(2):
+        signed = client.get(url, HTTP_AUTHORIZATION=f"Bearer {raw}")
+        assert signed.status_code == 200 and "X-Page-Cache" not in signed
+        assert signed.json() == first.json()
+
+    import_bundles([sol_bundle(submission_id=780, username="api cache | lab", sol_score=0.3, latency_ms=0.05)])
+    fresh = client.get(url)
+    assert fresh["X-Page-Cache"] == "miss" and fresh["ETag"] != first["ETag"]
+    assert len(fresh.json()["results"]) == len(first.json()["results"]) + 1
