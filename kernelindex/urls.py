@@ -3,7 +3,8 @@ from collections.abc import Callable
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import urls as auth_urls
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, HttpResponsePermanentRedirect
+from django.templatetags.static import static
 from django.urls import URLPattern, include, path
 
 # Password reset mails a link: without a mail server (PASSWORD_RESET off) its pages are 404s.
@@ -38,8 +39,17 @@ def healthz(request: HttpRequest) -> HttpResponse:
     return HttpResponse("ok", content_type="text/plain")
 
 
+def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
+    """Browsers ask for /favicon.ico whatever the page names; send them to the icon base.html names.
+
+    Resolved per request: with the manifest storage the hashed name exists only after collectstatic.
+    """
+    return HttpResponsePermanentRedirect(static("kernelindex/favicon.svg"))
+
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("api/", include("api.urls")),
     path("accounts/", include(_account_urls())),
