@@ -5,6 +5,13 @@ Anonymous clients are told apart exactly as the forms tell them apart
 authenticated clients by their token, so one owner's CI jobs on many machines share one
 budget. Rates are read at call time from ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]`` (not frozen
 at import as DRF's defaults are), so deployments and tests can change them.
+
+Counting is a fixed window per client (``kernelindex.ratelimit.count``), not DRF's sliding log:
+the log is a list of every request's time in the last window, read, pickled and written back on
+each request (its cost grows with the rate: at 6,000/min a request moved 6,000 floats), and its
+get-then-set loses counts when one client's requests run in parallel. A counter is one atomic
+increment. The price is the fixed window's edge: a client may spend one window's budget at its
+end and the next at the start of the next.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
 from api.models import ApiToken
+from kernelindex import ratelimit
 from kernelindex.clients import client_key
 
 
@@ -27,6 +35,19 @@ class _Throttle(SimpleRateThrottle):
         # SimpleRateThrottle reads the rate in __init__; do it here from current settings.
         self.rate = self.get_rate()
         self.num_requests, self.duration = self.parse_rate(self.rate)
+        self.retry_after = 0
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        if self.rate is None:
+            return True
+        key = self.get_cache_key(request, view)
+        if key is None:
+            return True
+        allowed, self.retry_after = ratelimit.count(key, self.duration, self.num_requests, now=self.timer())
+        return allowed
+
+    def wait(self) -> float | None:
+        return self.retry_after
 
 
 class AnonThrottle(_Throttle):

@@ -1,9 +1,10 @@
 """Rate limits for posts, shared by every gunicorn worker through Django's cache.
 
 Fixed windows per client and scope: at most ``settings.RATE_LIMIT_PER_MINUTE`` posts in a
-clock minute and ``settings.RATE_LIMIT_PER_DAY`` in a UTC day. Counting is ``cache.add(key, 0)``
-then ``cache.incr(key)``: both are atomic in Redis and in ``kernelindex.cache.AtomicDatabaseCache``,
-so twenty parallel requests get twenty distinct counts and exactly the allowed number passes.
+clock minute and ``settings.RATE_LIMIT_PER_DAY`` in a UTC day. Counting is ``cache.incr(key)``, and
+``cache.add(key, 1)`` for a window's first request: both are atomic in Redis and in
+``kernelindex.cache.AtomicDatabaseCache``, so twenty parallel requests get twenty distinct counts
+and exactly the allowed number passes. The API's throttles (``api.throttling``) count the same way.
 
 Stable API for the forms and the JSON API::
 
@@ -36,22 +37,28 @@ def limits() -> tuple[tuple[int, int], ...]:
     return ((MINUTE, int(settings.RATE_LIMIT_PER_MINUTE)), (DAY, int(settings.RATE_LIMIT_PER_DAY)))
 
 
+def count(cache_key: str, window: int, allowed: int, *, now: float) -> tuple[bool, int]:
+    """Count one request under ``cache_key`` in the fixed ``window`` holding ``now``: (allowed,
+    seconds until the window ends if not). One cache round trip once the window's counter exists,
+    whatever the rate: nothing but the count is stored."""
+    bucket = int(now // window)
+    bucket_key = f"{cache_key}:{window}:{bucket}"
+    try:
+        counted = cache.incr(bucket_key)
+    except ValueError:
+        # The window's first request: add() creates the counter only if no other worker did.
+        counted = 1 if cache.add(bucket_key, 1, timeout=window + 60) else cache.incr(bucket_key)
+    if counted > allowed:
+        return False, max(1, int((bucket + 1) * window - now) + 1)
+    return True, 0
+
+
 def hit(key: str, scope: str, *, now: float | None = None) -> tuple[bool, int]:
     """Count one post by ``key`` in ``scope``; (allowed, seconds until it would be allowed)."""
     now = time.time() if now is None else now
     for window, allowed in limits():
-        bucket = int(now // window)
-        cache_key = f"ratelimit:{scope}:{window}:{bucket}:{key}"
-        # add() creates the counter only if it is missing; incr() then counts atomically.
-        cache.add(cache_key, 0, timeout=window + 60)
-        try:
-            count = cache.incr(cache_key)
-        except ValueError:
-            # Expired between add() and incr(): start again at one.
-            cache.add(cache_key, 1, timeout=window + 60)
-            count = 1
-        if count > allowed:
-            retry_after = max(1, int((bucket + 1) * window - now) + 1)
+        passed, retry_after = count(f"ratelimit:{scope}:{key}", window, allowed, now=now)
+        if not passed:
             return False, retry_after
     return True, 0
 

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import pickle
 import re
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.contrib.messages import get_messages
+from django.core.cache import cache
 from django.test import Client
 
 from api.models import ApiToken
+from api.throttling import AnonThrottle
 from attestations.models import ModerationEvent
 from tests.api.conftest import auth
 
@@ -70,6 +74,25 @@ def test_anonymous_clients_are_throttled_per_client(client: Any, settings: Any) 
     assert client.get("/api/v1/sources/", HTTP_X_FORWARDED_FOR="198.51.100.7").status_code == 429
     # ... a different address does.
     assert client.get("/api/v1/sources/", REMOTE_ADDR="198.51.100.7").status_code == 200
+
+
+def test_a_throttle_keeps_one_count_per_client_and_window_whatever_the_rate(client: Any, settings: Any) -> None:
+    """DRF's sliding log stored every request's time (its cost grew with the rate); the fixed
+    window stores one integer, and a refusal says when the window ends."""
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "anon": "40/hour"},
+    }
+    with mock.patch.object(AnonThrottle, "timer", return_value=7200.0 + 3599.5):
+        for _ in range(40):
+            assert client.get("/api/v1/sources/").status_code == 200
+        stored = {key: pickle.loads(value) for key, value in cache._cache.items()}  # type: ignore[attr-defined]
+        assert [value for key, value in stored.items() if "throttle" in key] == [40]
+        limited = client.get("/api/v1/sources/")
+    assert limited.status_code == 429 and limited["Retry-After"] == "1"
+    # The next hour is a new window.
+    with mock.patch.object(AnonThrottle, "timer", return_value=10800.0):
+        assert client.get("/api/v1/sources/").status_code == 200
 
 
 def test_behind_a_trusted_proxy_the_forwarded_client_counts(client: Any, settings: Any) -> None:
