@@ -1,11 +1,11 @@
-"""Conditional GET for the API: list endpoints validated by the site's data version, single
-objects by a strong ETag over their JSON body; a matching If-None-Match is answered 304. Anonymous
-JSON lists are kept in the page cache under the data version they were rendered at."""
+"""Conditional GET for the API: lists and single objects validated by the site's data version; a
+matching If-None-Match is answered 304. Anonymous JSON responses are kept in the page cache under
+the data version they were rendered at."""
 
 from __future__ import annotations
 
 import hashlib
-import json
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -23,8 +23,8 @@ def _matches(request: Request, etag: str) -> bool:
     return etag in candidates or "*" in candidates
 
 
-def _list_key(request: Request) -> str | None:
-    """Where an anonymous JSON list is kept in the page cache; None for anything else (a token,
+def _cache_key(request: Request) -> str | None:
+    """Where an anonymous JSON response is kept in the page cache; None for anything else (a token,
     a signed-in session, the browsable API, the page cache off)."""
     if settings.PAGE_CACHE_SECONDS <= 0 or request.method != "GET" or request.auth is not None:
         return None
@@ -36,15 +36,16 @@ def _list_key(request: Request) -> str | None:
     return "ki:api:" + hashlib.sha256(what.encode()).hexdigest()
 
 
-class VersionedListMixin:
-    """Conditional GET and caching for list endpoints, after the throttles ran. The ETag is the
+class VersionedMixin:
+    """Conditional GET and caching for every read, after the throttles ran. The ETag is the
     site's data version (the pages' validator, kernelindex.pagecache), which every write bumps:
-    a client or proxy holding a page of a list revalidates with one cache read, no query (304),
-    and an anonymous JSON list is served from the page cache while the version is unchanged (in
-    the same round trip as the version)."""
+    a client or proxy holding a response revalidates with one cache read, no query (304), and an
+    anonymous JSON response is served from the page cache while the version is unchanged (in the
+    same round trip as the version). Only 200s get the ETag and are stored (a tombstone's 410
+    and errors are answered fresh)."""
 
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        key = _list_key(request)
+    def versioned(self, request: Request, respond: Callable[[], HttpResponseBase]) -> HttpResponseBase:
+        key = _cache_key(request)
         etag, entry = pagecache.stored_at_current_version(key) if key else (pagecache.current_etag(), None)
         if _matches(request, etag):
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
@@ -53,13 +54,16 @@ class VersionedListMixin:
             cached["ETag"] = etag
             cached["X-Page-Cache"] = "hit"
             return cached
-        response = super().list(request, *args, **kwargs)  # type: ignore[misc]
+        response = respond()
         if response.status_code == 200:
             response["ETag"] = etag
             if key:
                 response["X-Page-Cache"] = "miss"
                 self._store_as = (key, etag)
         return response
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        return self.versioned(request, lambda: super(VersionedMixin, self).list(request, *args, **kwargs))  # type: ignore[misc]
 
     def finalize_response(self, request: Request, response: HttpResponseBase, *args: Any, **kwargs: Any) -> Any:
         response = super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
@@ -69,15 +73,3 @@ class VersionedListMixin:
             key, etag = store_as
             pagecache.store_at(key, etag, {"content": response.content, "content_type": response["Content-Type"]})
         return response
-
-
-def etag_response(request: Request, data: Any) -> Response:
-    """Conditional GET: a strong ETag over the JSON body; If-None-Match → 304."""
-    body = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    etag = '"' + hashlib.sha256(body.encode("utf-8")).hexdigest()[:40] + '"'
-    if _matches(request, etag):
-        response = Response(status=status.HTTP_304_NOT_MODIFIED)
-    else:
-        response = Response(data)
-    response["ETag"] = etag
-    return response

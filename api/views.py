@@ -25,7 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import exports, filters, items, serializers
-from api.conditional import VersionedListMixin, etag_response
+from api.conditional import VersionedMixin
 from api.exceptions import ApiError
 from api.models import ApiToken
 from api.pagination import Key, KeysetPagination
@@ -84,7 +84,7 @@ class JsonOnlyNegotiation(DefaultContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
-class ApiMixin(VersionedListMixin):
+class ApiMixin(VersionedMixin):
     pagination_class = KeysetPagination
     throttle_classes = [AnonThrottle, TokenThrottle]
     content_negotiation_class = JsonOnlyNegotiation
@@ -196,13 +196,16 @@ class RunViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
             runs = runs.only(*items.RUN_ITEM_COLUMNS)
         return runs
 
-    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        return self.versioned(request, lambda: self._run(kwargs["id"]))
+
+    def _run(self, public_id: str) -> Response:
         try:
-            run = selectors.run_get(kwargs["id"])
+            run = selectors.run_get(public_id)
         except selectors.RunGone as gone:
             data = serializers.RunTombstoneSerializer(gone.run).data
             return Response(data, status=status.HTTP_410_GONE)
-        return etag_response(request, serializers.RunDetailSerializer(run).data)
+        return Response(serializers.RunDetailSerializer(run).data)
 
     def _export_queryset(self) -> QuerySet[Run]:
         return self.filter_queryset(self.get_queryset()).order_by("public_id")
@@ -270,10 +273,13 @@ class GroupViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
             run_count=F("published_runs")
         )
 
-    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        group = selectors.group_get(kwargs["key"])
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        return self.versioned(request, lambda: self._ranking(kwargs["key"]))
+
+    def _ranking(self, key: str) -> Response:
+        group = selectors.group_get(key)
         group.ranking_rows = selectors.attach_group(list(selectors.ranking_rows(group).with_summaries()), group)
-        return etag_response(request, serializers.GroupRankingSerializer(group).data)
+        return Response(serializers.GroupRankingSerializer(group).data)
 
 
 # -- catalogue ---------------------------------------------------------------------------------
@@ -318,8 +324,8 @@ class SourceViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
             catalogue_benchmarks=_count(Benchmark, "source"),
         )
 
-    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return etag_response(request, self.get_serializer(self.get_object()).data)
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        return self.versioned(request, lambda: Response(self.get_serializer(self.get_object()).data))
 
 
 class DocumentViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
@@ -338,8 +344,8 @@ class DocumentViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
     def get_serializer_class(self) -> Any:
         return self.detail_serializer_class if self.action == "retrieve" else self.serializer_class
 
-    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return etag_response(request, self.get_serializer(self.get_object()).data)
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        return self.versioned(request, lambda: Response(self.get_serializer(self.get_object()).data))
 
 
 def _document_schema(name: str, detail: Any) -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from attestations.moderation import run_quarantine
 from runs.models import ComparisonGroup, Run, Source, Visibility
 from tests.api.conftest import SITE_URL, golden_path
 
@@ -187,12 +188,17 @@ def test_detail_endpoints_answer_if_none_match_with_304(client: Any, shipped_dat
         assert client.get(url, HTTP_IF_NONE_MATCH='"stale"').status_code == 200
 
 
-def test_the_etag_changes_when_the_run_changes(client: Any, shipped_data: None) -> None:
+def test_the_etag_changes_when_the_run_changes(client: Any, shipped_data: None, staff: Any) -> None:
+    """The ETag is the site's data version, which every write through the site bumps (here a
+    moderator's quarantine); the anonymous copy kept in the page cache is not served after it."""
     run = reference_run()
     first = client.get(f"/api/v1/runs/{run.public_id}/")
-    Run.objects.filter(pk=run.pk).update(quarantined=True)
+    assert first["X-Page-Cache"] == "miss" and first.json()["quarantined"] is False
+    assert client.get(f"/api/v1/runs/{run.public_id}/")["X-Page-Cache"] == "hit"
+    run_quarantine(run, staff, "Timings disagree with the rerun.")
     second = client.get(f"/api/v1/runs/{run.public_id}/", HTTP_IF_NONE_MATCH=first["ETag"])
     assert second.status_code == 200 and second["ETag"] != first["ETag"]
+    assert second["X-Page-Cache"] == "miss" and second.json()["quarantined"] is True
 
 
 def test_a_retracted_run_keeps_its_permalink_as_a_tombstone(client: Any, shipped_data: None) -> None:
