@@ -40,15 +40,16 @@ class VersionedMixin:
     """Conditional GET and caching for every read, after the throttles ran. The ETag is the
     site's data version (the pages' validator, kernelindex.pagecache), which every write bumps:
     a client or proxy holding a response revalidates with one cache read, no query (304), and an
-    anonymous JSON response is served from the page cache while the version is unchanged (in the
-    same round trip as the version). Only 200s get the ETag and are stored (a tombstone's 410
-    and errors are answered fresh)."""
+    anonymous JSON response is served from the page cache while the version is unchanged (from
+    the process's own memory when it has the body at that version). Only 200s get the ETag and
+    are stored (a tombstone's 410 and errors are answered fresh)."""
 
     def versioned(self, request: Request, respond: Callable[[], HttpResponseBase]) -> HttpResponseBase:
         key = _cache_key(request)
-        etag, entry = pagecache.stored_at_current_version(key) if key else (pagecache.current_etag(), None)
+        etag = pagecache.current_etag()
         if _matches(request, etag):
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
+        entry = pagecache.stored_at(key, etag) if key else None
         if entry is not None:
             cached = HttpResponse(entry["content"], content_type=entry["content_type"])
             cached["ETag"] = etag

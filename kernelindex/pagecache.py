@@ -22,7 +22,7 @@ only then, lazily. A response that sets a cookie or will have one set by an oute
 form's CSRF token, a queued message, a changed session), varies on anything but Cookie, streams,
 or has a status other than 200/410 is never stored and gets no page ETag. Paths under /admin/, /api/
 and /accounts/ are left alone: the API keeps its own throttling and validators, and caches its
-lists itself, after the throttles (``api.conditional``, through ``stored_at_current_version``).
+lists itself, after the throttles (``api.conditional``, through ``stored_at`` and ``store_at``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -121,24 +123,76 @@ def current_etag() -> str:
     return _etag(data_version())
 
 
-def stored_at_current_version(key: str) -> tuple[str, dict[str, Any] | None]:
-    """The current validator and the entry ``store_at`` left under ``key`` if it was stored at
-    that validator (one round trip); an unreachable cache gives no entry."""
+class _Recent:
+    """Responses this process stored or read lately, by key, each with the validator it was
+    rendered at: a hit needs only the version from the shared cache, not the body (on the
+    database cache, reading back and decoding a 100 kB list cost more than the view's own work).
+    Coherent without invalidation, because an entry is served only while the shared version
+    is still the one it was stored at. Bounded in bytes, least recently used first out."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self.entries: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: str, etag: str) -> dict[str, Any] | None:
+        with self.lock:
+            entry = self.entries.get(key)
+            if entry is None or entry.get("etag") != etag:
+                return None
+            self.entries.move_to_end(key)
+            return entry
+
+    def put(self, key: str, entry: dict[str, Any]) -> None:
+        size = len(entry["content"])
+        with self.lock:
+            self._drop(key)
+            if size > self.limit // 8:  # a few huge bodies would push every other one out
+                return
+            self.entries[key] = entry
+            self.size += size
+            while self.size > self.limit:
+                self._drop(next(iter(self.entries)))
+
+    def _drop(self, key: str) -> None:
+        old = self.entries.pop(key, None)
+        if old is not None:
+            self.size -= len(old["content"])
+
+    def clear(self) -> None:
+        with self.lock:
+            self.entries.clear()
+            self.size = 0
+
+
+recent = _Recent(16 * 1024 * 1024)
+
+
+def stored_at(key: str, etag: str) -> dict[str, Any] | None:
+    """The entry ``store_at`` left under ``key`` if it was stored at validator ``etag``: from
+    this process's memory when it has it, else from the shared cache (one read); an
+    unreachable cache gives none."""
+    entry = recent.get(key, etag)
+    if entry is not None:
+        return entry
     try:
-        found = _cache().get_many([VERSION_KEY, key])
+        entry = _cache().get(key)
     except Exception:
         logger.exception("page cache unavailable")
-        return current_etag(), None
-    version = found.get(VERSION_KEY)
-    etag = _etag(version) if version is not None else current_etag()
-    entry = found.get(key)
-    return etag, entry if isinstance(entry, dict) and entry.get("etag") == etag else None
+        return None
+    if not (isinstance(entry, dict) and entry.get("etag") == etag):
+        return None
+    recent.put(key, entry)
+    return entry
 
 
 def store_at(key: str, etag: str, entry: dict[str, Any]) -> None:
     """Keep ``entry`` under ``key`` for PAGE_CACHE_SECONDS, valid while ``etag`` is current."""
     if settings.PAGE_CACHE_SECONDS > 0:
-        PageCacheMiddleware._store(_cache(), key, {**entry, "etag": etag})
+        entry = {**entry, "etag": etag}
+        PageCacheMiddleware._store(_cache(), key, entry)
+        recent.put(key, entry)
 
 
 def _etag_matches(request: HttpRequest, etag: str) -> bool:

@@ -57,7 +57,11 @@ def page_cache(settings: Any) -> Iterator[None]:
         **settings.CACHES,
         "pages": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "ki-test-pages"},
     }
+    from kernelindex import pagecache
+
     pages = caches["pages"]
     pages.clear()
+    pagecache.recent.clear()
     yield
     pages.clear()
+    pagecache.recent.clear()

@@ -236,3 +236,33 @@ def test_an_anonymous_api_list_is_served_from_the_cache_until_a_write(client, ru
     fresh = client.get(url)
     assert fresh["X-Page-Cache"] == "miss" and fresh["ETag"] != first["ETag"]
     assert len(fresh.json()["results"]) == len(first.json()["results"]) + 1
+
+
+def test_a_process_serves_a_stored_body_from_memory_only_at_the_version_it_was_stored_at(client, runs):
+    """An API hit reads only the version from the shared cache; the body comes from the
+    process's memory while the version is the one it was stored at, and never after a write."""
+    url = "/api/v1/runs/?ordering=rank"
+    first = client.get(url)
+    key = next(iter(pagecache.recent.entries))
+    caches["pages"].delete(key)  # the shared copy is gone (evicted, another worker's cache…)
+    hit = client.get(url)
+    assert hit["X-Page-Cache"] == "hit" and hit.content == first.content
+    pagecache.bump_data_version()
+    assert pagecache.stored_at(key, pagecache.current_etag()) is None
+    assert client.get(url)["X-Page-Cache"] == "miss"
+
+
+def test_the_memory_of_recent_bodies_is_bounded_in_bytes_least_recently_used_out():
+    recent = pagecache._Recent(limit=800)
+    for name in "abcd":
+        recent.put(name, {"etag": "v1", "content": b"x" * 100})
+    assert recent.get("a", "v1") is not None  # now the most recently used
+    for name in "efgh":
+        recent.put(name, {"etag": "v1", "content": b"x" * 100})
+    recent.put("i", {"etag": "v1", "content": b"x" * 100})
+    assert recent.size <= 800 and recent.get("b", "v1") is None and recent.get("a", "v1") is not None
+    assert recent.get("a", "v2") is None  # stored at another version
+    recent.put("huge", {"etag": "v1", "content": b"x" * 101})  # over an eighth of the limit
+    assert recent.get("huge", "v1") is None
+    recent.put("a", {"etag": "v2", "content": b"y" * 10})  # replaced, not added
+    assert recent.get("a", "v2")["content"] == b"y" * 10 and recent.size == 7 * 100 + 10
