@@ -22,6 +22,7 @@ from django.db.models import Q, Value
 from django.db.models.functions import Coalesce
 
 from kernelindex import canonical, links
+from kernelindex.loading import LoadedQuickly
 
 
 class DocumentQuerySet(models.QuerySet):
@@ -33,7 +34,7 @@ class DocumentQuerySet(models.QuerySet):
         return self.filter(models.Exists(runs))
 
 
-class DocumentMixin(models.Model):
+class DocumentMixin(LoadedQuickly, models.Model):
     """A record stored as its canonical manifest document."""
 
     digest = models.CharField(max_length=71, unique=True)
@@ -63,7 +64,7 @@ class DocumentMixin(models.Model):
 _KEPT = "Of the published runs; kept at every write by runs.counts."
 
 
-class Source(models.Model):
+class Source(LoadedQuickly, models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
     url = models.URLField(blank=True)
@@ -91,7 +92,7 @@ class BenchmarkQuerySet(models.QuerySet):
         return self.select_related("source")
 
 
-class Benchmark(models.Model):
+class Benchmark(LoadedQuickly, models.Model):
     source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="benchmarks")
     native_id = models.CharField(max_length=200, help_text="The source's own id of the problem.")
     numeric_id = models.IntegerField(null=True, blank=True, help_text="e.g. SOL-ExecBench kernel 62")
@@ -174,7 +175,7 @@ class ProjectQuerySet(models.QuerySet):
         return self.filter(models.Exists(Run.objects.visible().filter(implementation__project=models.OuterRef("pk"))))
 
 
-class Project(models.Model):
+class Project(LoadedQuickly, models.Model):
     slug = models.SlugField(max_length=200, unique=True)
     name = models.CharField(max_length=300, help_text="Kept whole: names contain '|', '@', spaces.")
     published_runs = models.PositiveIntegerField(default=0, editable=False, help_text=_KEPT)
@@ -202,7 +203,7 @@ class Implementation(DocumentMixin):
     revision = models.CharField(max_length=300, blank=True)
 
 
-class ComparisonGroup(models.Model):
+class ComparisonGroup(LoadedQuickly, models.Model):
     """Runs that share a comparison key (DESIGN §4) and are ranked together."""
 
     DIRECTION_CHOICES = [("asc", "ascending"), ("desc", "descending")]
@@ -404,7 +405,7 @@ class RunQuerySet(models.QuerySet):
         ).defer(*LISTING_DEFERRED)
 
 
-class Run(models.Model):
+class Run(LoadedQuickly, models.Model):
     public_id = models.CharField(max_length=64, unique=True)
     identity = models.TextField(unique=True, help_text="Canonical JSON of the source's own identity of the run.")
     # Not indexed: nothing looks a run up by its digest (the admin's search is a substring match).
@@ -532,7 +533,7 @@ class Run(models.Model):
         return self.workload or self.benchmark.workload
 
 
-class RunRevision(models.Model):
+class RunRevision(LoadedQuickly, models.Model):
     """Every version a run has had: who changed it, what, and why. Append-only."""
 
     # Indexed by the unique (run, number) constraint, which starts with the run.
