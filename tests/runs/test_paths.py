@@ -46,3 +46,13 @@ def test_page_paths_equal_reverse(prefix: str) -> None:
         assert links.page_path("runs", "0123abcd").startswith(prefix)
     finally:
         set_script_prefix("/")
+
+
+def test_a_segment_is_quoted_as_quote_would_whatever_it_holds() -> None:
+    """The shortcut for segments that need no quoting gives quote()'s answer for every character."""
+    from urllib.parse import quote
+
+    characters = [chr(code) for code in range(0x250)] + ["é", "✓", "𝔸", "\ud7ff", " ", "%2e"]
+    samples = characters + ["a" + c + "b" for c in characters] + ["sha256:0f/1a", "..", "a b", ""]
+    for sample in samples:
+        assert links._quoted(sample) == quote(sample, safe=links._PATH_SAFE), repr(sample)
