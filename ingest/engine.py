@@ -19,10 +19,9 @@ from django.db import transaction
 
 from ingest.rows import insert_rows
 from ingest.session import ImportSession
-from kernelindex import canonical
 from kernelindex.pagecache import bump_data_version
 from runs import counts, ranking
-from runs.identity import public_id_candidates, run_identity
+from runs.identity import identity_text, public_id_candidates
 from runs.manifests import ManifestError, VerifiedBundle
 from runs.models import ELIGIBLE, EvidenceLevel, Run, RunRevision, Visibility
 
@@ -132,7 +131,7 @@ def _import_batch(session: ImportSession, bundles: list[VerifiedBundle], result:
     docs = session.documents(bundles)
     rows: dict[str, tuple[VerifiedBundle, dict[str, Any]]] = {}
     for bundle in bundles:
-        identity = canonical.dumps_str(run_identity(bundle))
+        identity = identity_text(bundle)
         # The same run twice in one import: the later row wins, as a re-import would.
         rows[identity] = (bundle, session.run_fields(bundle, docs))
     existing = {run.identity: run for run in Run.objects.filter(identity__in=list(rows))}

@@ -28,7 +28,7 @@ from ingest.formats.base import (
     load,
 )
 from kernelindex import canonical
-from runs.identity import run_identity
+from runs.identity import identity_text
 from runs.manifests import ManifestError, VerifiedBundle, bundle_export
 from runs.models import Run
 
@@ -182,7 +182,7 @@ def one_per_identity(bundles: Iterator[VerifiedBundle]) -> list[VerifiedBundle]:
     """
     chosen: dict[str, VerifiedBundle] = {}
     for bundle in bundles:
-        identity = canonical.dumps_str(run_identity(bundle))
+        identity = identity_text(bundle)
         first = chosen.get(identity)
         if first is None or first.digests["run"] != bundle.digests["run"]:
             chosen[identity] = bundle

@@ -85,6 +85,16 @@ def humanize_benchmark_name(native_id: str) -> str:
     return " ".join(out)
 
 
+def identity_text(bundle: VerifiedBundle) -> str:
+    """The canonical text of ``run_identity(bundle)`` (what ``Run.identity`` stores), worked out
+    once per bundle: an import asks for it when it drops repeated runs and again when it writes."""
+    text = bundle.__dict__.get("_identity_text")
+    if text is None:
+        text = canonical.dumps_str(run_identity(bundle))
+        bundle.__dict__["_identity_text"] = text
+    return text
+
+
 def run_identity(bundle: VerifiedBundle) -> dict[str, Any]:
     """The source's own identity of a run (DESIGN §1): for SOL-ExecBench (source, kernel, GPU
     type, evaluation stack version, submission id). Generally: the comparison-key parts plus the
