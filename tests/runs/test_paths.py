@@ -24,6 +24,9 @@ def test_page_paths_equal_reverse(prefix: str) -> None:
             "benchmark__source", "group", "environment", "source", "implementation__project"
         ):
             assert run.get_absolute_url() == reverse("runs:run_detail", args=[run.public_id])
+            assert run.get_json_url() == reverse("runs:run_json", args=[run.public_id])
+            assert run.get_compare_url() == reverse("runs:run_compare", args=[run.public_id])
+            assert run.get_cite_url() == reverse("runs:run_cite", args=[run.public_id])
             assert run.group.get_absolute_url() == reverse("runs:group_detail", args=[run.group.key])
             benchmark = run.benchmark
             assert benchmark.get_absolute_url() == reverse(
