@@ -13,8 +13,9 @@ nanoseconds, so it never comes back to a number an older cached page was stored 
 *Pages* carry the version in their validator (``ETag: "ki-<version>-<day>"``; the day because
 the citation page prints today's date), so a matching ``If-None-Match`` is answered 304 without
 rendering; the full response of an anonymous GET is kept under its URL with the version it was
-rendered at, and served while the version is unchanged. One round trip (``get_many``) reads the
-version and the page together.
+rendered at, and served while the version is unchanged. A hit reads the version from the shared
+cache and the page from the worker's memory (``recent``) when the worker holds it at that
+version; else from the shared cache, once.
 
 *Never for anyone signed in*: a request that carries a session or messages cookie is passed to
 the view untouched (no lookup, no store, ``Cache-Control: private``); ``request.user`` is read
@@ -268,23 +269,28 @@ class PageCacheMiddleware:
     def _anonymous(self, request: HttpRequest) -> HttpResponseBase:
         cache = _cache()
         key = _page_key(request)
-        # A revalidation needs only the version: fetching the stored page too (hundreds of kB for
-        # a benchmark page with its charts) cost more than the 304 saves.
+        # A revalidation that matches needs only the version: fetching the stored page too
+        # (hundreds of kB for a benchmark page with its charts) cost more than the 304 saves.
         # With the page cache off (PAGE_CACHE_SECONDS=0) nothing is stored: only the version.
-        revalidating = bool(request.headers.get("If-None-Match"))
         storing = settings.PAGE_CACHE_SECONDS > 0
+        # The body comes from this process's memory when it holds the page at the current
+        # version (``recent``): reading back and decoding a stored page cost more than the rest
+        # of a hit. Otherwise from the shared cache, and it is kept in memory from then on.
         try:
-            found = cache.get_many([VERSION_KEY, key] if storing and not revalidating else [VERSION_KEY])
-            version = found.get(VERSION_KEY)
+            version = cache.get(VERSION_KEY)
             if version is None:
                 version = data_version()
             etag = _etag(version)
-            if storing and revalidating and not _etag_matches(request, etag):
-                found.update(cache.get_many([key]))
+            entry = None
+            if storing and not _etag_matches(request, etag):
+                entry = recent.get(key, etag)
+                if entry is None:
+                    entry = cache.get(key)
+                    if entry is not None and entry["version"] == version and entry["etag"] == etag:
+                        recent.put(key, entry)
         except Exception as error:  # the site keeps answering, uncached, without its page cache
             logger.exception("page cache unavailable")
             raise CacheUnavailable from error
-        entry = found.get(key)
         fresh = entry is not None and entry["version"] == version and entry["etag"] == etag
         if _etag_matches(request, etag):
             return _not_modified(etag, entry["last_modified"] if fresh else None)
@@ -313,19 +319,17 @@ class PageCacheMiddleware:
         _public(response)
         if storing and request.method == "GET":
             headers = [(h, v) for h, v in response.items() if h.lower() not in ("vary", "x-page-cache")]
-            self._store(
-                cache,
-                key,
-                {
-                    "version": version,
-                    "etag": etag,
-                    "status": response.status_code,
-                    "headers": headers,
-                    "content": response.content,
-                    "last_modified": response["Last-Modified"],
-                    "own_etag": own_etag,
-                },
-            )
+            entry = {
+                "version": version,
+                "etag": etag,
+                "status": response.status_code,
+                "headers": headers,
+                "content": response.content,
+                "last_modified": response["Last-Modified"],
+                "own_etag": own_etag,
+            }
+            self._store(cache, key, entry)
+            recent.put(key, entry)
         response["X-Page-Cache"] = "miss"
         return response
 

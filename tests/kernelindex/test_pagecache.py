@@ -266,3 +266,17 @@ def test_the_memory_of_recent_bodies_is_bounded_in_bytes_least_recently_used_out
     assert recent.get("huge", "v1") is None
     recent.put("a", {"etag": "v2", "content": b"y" * 10})  # replaced, not added
     assert recent.get("a", "v2")["content"] == b"y" * 10 and recent.size == 7 * 100 + 10
+
+
+def test_a_page_hit_comes_from_the_workers_memory_only_at_the_version_it_was_stored_at(client, runs):
+    url = runs[0].get_absolute_url()
+    first = client.get(url)
+    assert first["X-Page-Cache"] == "miss"
+    for key in list(pagecache.recent.entries):
+        caches["pages"].delete(key)  # the shared copy is gone (evicted, another worker's cache…)
+    hit = client.get(url)
+    assert hit["X-Page-Cache"] == "hit" and hit.content == first.content and hit["ETag"] == first["ETag"]
+    assert client.get(url, HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
+    moderation.run_hide(runs[0], actor=None, reason="Withdrawn by its submitter.")
+    gone = client.get(url)
+    assert gone["X-Page-Cache"] == "miss" and gone.status_code == 410
