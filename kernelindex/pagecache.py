@@ -280,26 +280,20 @@ class PageCacheMiddleware:
             version = cache.get(VERSION_KEY)
             if version is None:
                 version = data_version()
-            etag = _etag(version)
-            entry = None
-            if storing and not _etag_matches(request, etag):
-                entry = recent.get(key, etag)
-                if entry is None:
-                    entry = cache.get(key)
-                    if entry is not None and entry["version"] == version and entry["etag"] == etag:
-                        recent.put(key, entry)
         except Exception as error:  # the site keeps answering, uncached, without its page cache
             logger.exception("page cache unavailable")
             raise CacheUnavailable from error
-        fresh = entry is not None and entry["version"] == version and entry["etag"] == etag
+        etag = _etag(version)
+        # The etag holds the version: an entry stored at it is fresh.
         if _etag_matches(request, etag):
-            return _not_modified(etag, entry["last_modified"] if fresh else None)
+            return _not_modified(etag, None)
+        entry = stored_at(key, etag) if storing else None
         # A page with a validator of its own (a JSON twin's ETag is its run's digest): stored
         # like any page, and answered 304 on that validator from the stored entry.
-        own = entry.get("own_etag") if fresh else None
+        own = entry.get("own_etag") if entry is not None else None
         if own and _etag_matches(request, own.removeprefix("W/")):
             return _not_modified(own, entry["last_modified"])
-        if fresh:
+        if entry is not None:
             since = parse_http_date_safe(request.headers.get("If-Modified-Since", ""))
             modified = parse_http_date_safe(entry["last_modified"])
             if since is not None and modified is not None and modified <= since and entry["status"] == 200:
