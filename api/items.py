@@ -6,10 +6,10 @@ tests/api pins both to the same output.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC
 from typing import Any
 
+import orjson
 from django.conf import settings
 from rest_framework import serializers
 
@@ -34,7 +34,9 @@ def _summary(run: Run, name: str) -> dict[str, Any]:
     if name not in run.__dict__:
         return spec_object(run, *SUMMARIES[name])
     text = run.__dict__[name]
-    value = json.loads(text) if isinstance(text, str) else None
+    # orjson reads the same values as json.loads from a stored document: canonical JSON
+    # (DESIGN §2) holds no NaN and no integer beyond 2**53, where the two would differ.
+    value = orjson.loads(text) if isinstance(text, str) else None
     return value if isinstance(value, dict) else {}
 
 
