@@ -1,7 +1,8 @@
 """The API's run item (``run_item``): the fields ``serializers.RunSerializer`` declares, built
-in one function from the joined rows, and the columns a list of items loads (``RUN_ITEM_COLUMNS``).
-A field-by-field pass with three nested serializers per row was most of a list page's time;
-tests/api pins both to the same output.
+in one function from the values a list reads (``RUN_ITEM_VALUES``, one dictionary a run) or from
+a Run and its joined rows. A field-by-field pass with three nested serializers per row was most
+of a list page's time, and building the model instances of a run and its seven joined rows a
+fifth of what was left; tests/api pins all three ways to the same output.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import orjson
 from django.conf import settings
 from rest_framework import serializers
 
-from runs.models import SUMMARIES, Run
+from kernelindex import links
+from runs.models import SUMMARIES, Benchmark, Run
 
 
 def permalink(obj: Any) -> str:
@@ -28,15 +30,20 @@ def spec_object(run: Run, *path: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _summary(run: Run, name: str) -> dict[str, Any]:
-    """The object ``SUMMARIES[name]`` of the run's document: from the text the database read
+def _summary(run: Run, name: str) -> Any:
+    """The object ``SUMMARIES[name]`` of the run's document: the text the database read
     (``Run.objects.with_summaries``) when the row has it, else from the whole document."""
-    if name not in run.__dict__:
-        return spec_object(run, *SUMMARIES[name])
-    text = run.__dict__[name]
-    # orjson reads the same values as json.loads from a stored document: canonical JSON
-    # (DESIGN §2) holds no NaN and no integer beyond 2**53, where the two would differ.
-    value = orjson.loads(text) if isinstance(text, str) else None
+    if name in run.__dict__:
+        return run.__dict__[name]
+    return spec_object(run, *SUMMARIES[name])
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A summary as an object: JSON text (decoded) or an object already; anything else is {}."""
+    if isinstance(value, str):
+        # orjson reads the same values as json.loads from a stored document: canonical JSON
+        # (DESIGN §2) holds no NaN and no integer beyond 2**53, where the two would differ.
+        value = orjson.loads(value)
     return value if isinstance(value, dict) else {}
 
 
@@ -56,9 +63,8 @@ def _optional(value: Any, kind: type) -> Any:
     return None if value is None else kind(value)
 
 
-# The columns run_item reads (with the summaries of Run.objects.with_summaries()): a list loads
-# only these. The runs' and joined rows' other columns cost a setattr, and for dates a conversion,
-# each: about a quarter of an API page at nine objects of 10 to 40 columns per item.
+# The columns run_item reads (with the summaries of Run.objects.with_summaries()): a list reads
+# only these. Every other column costs a conversion, for dates a parse, on every row.
 RUN_ITEM_COLUMNS = (
     *("public_id", "digest", "external_id", "title", "rank", "source_rank", "is_reference", "status"),
     *("evidence_level", "quarantined", "submitter", "primary_statistic", "latency_ns", "observed_at"),
@@ -69,51 +75,73 @@ RUN_ITEM_COLUMNS = (
 )
 
 
-def run_item(run: Run) -> dict[str, Any]:
+# What a list reads per run (``QuerySet.values``): the columns and the summaries' JSON text.
+RUN_ITEM_VALUES = (*RUN_ITEM_COLUMNS, *SUMMARIES)
+
+
+def _row(run: Run) -> dict[str, Any]:
+    """The values of ``RUN_ITEM_VALUES`` from a Run and its joined rows (one run's detail)."""
+    row: dict[str, Any] = {}
+    for column in RUN_ITEM_COLUMNS:
+        value: Any = run
+        for step in column.split("__"):
+            value = None if value is None else getattr(value, step)
+        row[column] = value
+    for name in SUMMARIES:
+        row[name] = _summary(run, name)
+    return row
+
+
+def run_item(run: Run | dict[str, Any]) -> dict[str, Any]:
     """RunSerializer's item for one run: the declared fields, in their order, with DRF's own
-    representations (str, int, float, bool, ISO 8601 with "Z"), from the joined rows only."""
-    benchmark, environment, protocol = run.benchmark, run.environment, run.protocol
-    implementation = run.implementation
-    project = implementation.project if implementation is not None else None
+    representations (str, int, float, bool, ISO 8601 with "Z"). ``run`` is a Run with its joined
+    rows, or a row of ``RUN_ITEM_VALUES`` (what a list reads: no model instances)."""
+    row = run if isinstance(run, dict) else _row(run)
+    project_slug = row["implementation__project__slug"]
+    source_slug, native_id = row["benchmark__source__slug"], row["benchmark__native_id"]
     return {
-        "id": str(run.public_id),
-        "url": permalink(run),
-        "digest": str(run.digest),
-        "externalId": str(run.external_id),
-        "title": str(run.title),
-        "source": str(run.source.slug),
+        "id": str(row["public_id"]),
+        "url": settings.SITE_URL + links.page_path("runs", row["public_id"]),
+        "digest": str(row["digest"]),
+        "externalId": str(row["external_id"]),
+        "title": str(row["title"]),
+        "source": str(row["source__slug"]),
         "benchmark": {
-            "source": str(benchmark.source.slug),
-            "nativeId": str(benchmark.native_id),
-            "title": str(benchmark.title),
-            "url": permalink(benchmark),
+            "source": str(source_slug),
+            "nativeId": str(native_id),
+            "title": str(row["benchmark__title"]),
+            "url": settings.SITE_URL + Benchmark.path_of(source_slug, native_id),
         },
-        "comparisonKey": str(run.group.key),
-        "rank": _optional(run.rank, int),
-        "sourceRank": _optional(run.source_rank, int),
-        "isReference": bool(run.is_reference),
-        "status": str(run.status),
-        "evidenceLevel": str(run.evidence_level),
-        "quarantined": bool(run.quarantined),
-        "submitter": str(run.submitter),
+        "comparisonKey": str(row["group__key"]),
+        "rank": _optional(row["rank"], int),
+        "sourceRank": _optional(row["source_rank"], int),
+        "isReference": bool(row["is_reference"]),
+        "status": str(row["status"]),
+        "evidenceLevel": str(row["evidence_level"]),
+        "quarantined": bool(row["quarantined"]),
+        "submitter": str(row["submitter"]),
         "project": None
-        if project is None
-        else {"slug": str(project.slug), "name": str(project.name), "url": permalink(project)},
+        if project_slug is None
+        else {
+            "slug": str(project_slug),
+            "name": str(row["implementation__project__name"]),
+            "url": settings.SITE_URL + links.page_path("projects", project_slug),
+        },
         "hardware": {
-            "product": str(environment.product),
-            "architecture": str(environment.architecture),
-            "environmentDigest": str(environment.digest),
+            "product": str(row["environment__product"]),
+            "architecture": str(row["environment__architecture"]),
+            "environmentDigest": str(row["environment__digest"]),
         },
         "harness": {
-            "name": str(protocol.harness_name),
-            "version": str(protocol.harness_version),
-            "family": str(protocol.family),
-            "protocolDigest": str(protocol.digest),
+            "name": str(row["protocol__harness_name"]),
+            "version": str(row["protocol__harness_version"]),
+            "family": str(row["protocol__family"]),
+            "protocolDigest": str(row["protocol__digest"]),
         },
-        "primaryStatistic": str(run.primary_statistic),
-        "latencyNs": _optional(run.latency_ns, float),
-        "observedAt": _datetime(run.observed_at),
-        "publishedAt": _datetime(run.published_at),
-        "timing": _summary(run, "timing_json"),
-        "metrics": _summary(run, "metrics_json"),
+        "primaryStatistic": str(row["primary_statistic"]),
+        "latencyNs": _optional(row["latency_ns"], float),
+        "observedAt": _datetime(row["observed_at"]),
+        "publishedAt": _datetime(row["published_at"]),
+        "timing": _object(row["timing_json"]),
+        "metrics": _object(row["metrics_json"]),
     }

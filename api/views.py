@@ -191,10 +191,11 @@ class RunViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
     default_ordering = "-observedAt"
 
     def get_queryset(self) -> QuerySet[Run]:
-        runs = Run.objects.visible().for_listing().with_summaries()
-        if self.action in ("list", "export_jsonl"):  # items only (items.run_item)
-            runs = runs.only(*items.RUN_ITEM_COLUMNS)
-        return runs
+        if self.action in ("list", "export_jsonl"):
+            # Items only (items.run_item): the values they show, one dictionary a row. Model
+            # instances of the run and its seven joined rows were a fifth of a list's CPU.
+            return Run.objects.visible().with_summaries().values(*items.RUN_ITEM_VALUES)
+        return Run.objects.visible().for_listing().with_summaries()
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
         return self.versioned(request, lambda: self._run(kwargs["id"]))

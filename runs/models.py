@@ -131,11 +131,16 @@ class Benchmark(LoadedQuickly, models.Model):
         return self.title or self.native_id
 
     def get_absolute_url(self) -> str:
-        # A native id stored before ids were checked may not be a safe path (``../..``): such a
-        # benchmark links to its source rather than to wherever the dots would lead.
-        if links.native_id_problem(self.native_id) is not None:
-            return self.source.get_absolute_url()
-        return links.page_path("benchmarks", self.source.slug, self.native_id)
+        return self.path_of(self.source.slug, self.native_id)
+
+    @staticmethod
+    def path_of(source_slug: str, native_id: str) -> str:
+        """The page of the benchmark ``native_id`` of the source ``source_slug``. A native id
+        stored before ids were checked may not be a safe path (``../..``): such a benchmark links
+        to its source rather than to wherever the dots would lead."""
+        if links.native_id_problem(native_id) is not None:
+            return links.page_path("sources", source_slug)
+        return links.page_path("benchmarks", source_slug, native_id)
 
 
 class Workload(DocumentMixin):

@@ -267,6 +267,7 @@ def test_run_items_equal_the_declared_fields_field_by_field(shipped_data: None) 
     key order included (the list and the detail serializer)."""
     from rest_framework import serializers as drf
 
+    from api.items import RUN_ITEM_VALUES, run_item
     from api.serializers import RunDetailSerializer, RunSerializer
 
     runs = list(Run.objects.for_listing().defer(None).order_by("pk"))
@@ -280,3 +281,7 @@ def test_run_items_equal_the_declared_fields_field_by_field(shipped_data: None) 
             assert list(fast.items()) == list(declared.items()), (cls.__name__, run.public_id)
         assert "document" not in listed[run.pk].__dict__
         assert RunSerializer(listed[run.pk]).data == RunSerializer(run).data, run.public_id
+    # What the lists read: the values of RUN_ITEM_VALUES, one dictionary a run, no instances.
+    rows = {row["public_id"]: row for row in Run.objects.with_summaries().values(*RUN_ITEM_VALUES)}
+    for run in runs:
+        assert list(run_item(rows[run.public_id]).items()) == list(RunSerializer(run).data.items()), run.public_id
