@@ -126,6 +126,12 @@ class Benchmark(LoadedQuickly, models.Model):
         constraints = [
             models.UniqueConstraint(fields=["source", "native_id"], name="benchmark_unique_native_id"),
         ]
+        indexes = [
+            # The API's groups list, by benchmark: walking benchmarks in native-id order lets a
+            # page sort only each benchmark's few groups and stop after one page, instead of
+            # joining and sorting every group (9,354 in the shipped data: 10 ms a page).
+            models.Index(fields=["native_id"], name="benchmark_native_id"),
+        ]
 
     def __str__(self) -> str:
         return self.title or self.native_id
