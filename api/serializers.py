@@ -14,7 +14,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from api.items import permalink, run_item, spec_object
+from api.items import group_item, permalink, run_item, spec_object
 from api.models import RerunTarget
 from attestations.forms import STATISTICS
 from attestations.models import UNIT_NS, AttestationKind, ReportCategory
@@ -37,6 +37,16 @@ class PermalinkField(serializers.Field):
 
 
 extend_schema_field({"type": "string", "format": "uri"})(PermalinkField)
+
+
+def with_the_other_fields(serializer: serializers.Serializer, instance: Any, item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` (built by one function of api.items) with the serializer's declared fields it
+    lacks, each added as DRF's own pass would add it (a subclass's extra fields)."""
+    for field in serializer._readable_fields:
+        if field.field_name not in item:
+            attribute = field.get_attribute(instance)
+            item[field.field_name] = None if attribute is None else field.to_representation(attribute)
+    return item
 
 
 class SourceRefSerializer(serializers.Serializer):
@@ -143,13 +153,8 @@ class RunDetailSerializer(RunSerializer):
     """One run with what its page adds: the declared digests, labels, provenance."""
 
     def to_representation(self, run: Run) -> dict[str, Any]:
-        item = run_item(run)
         # The fields this class adds, the DRF way (one run per request).
-        for field in self._readable_fields:
-            if field.field_name not in item:
-                attribute = field.get_attribute(run)
-                item[field.field_name] = None if attribute is None else field.to_representation(attribute)
-        return item
+        return with_the_other_fields(self, run, run_item(run))
 
     visibility = serializers.CharField()
     statusDetail = serializers.CharField(source="status_detail")
@@ -223,6 +228,12 @@ class GroupSerializer(serializers.Serializer):
     harnessVersion = serializers.CharField(source="harness_version")
     keyDocument = serializers.SerializerMethodField()
     ranking = RankingRuleSerializer(source="*")
+
+    def to_representation(self, group: ComparisonGroup) -> dict[str, Any]:
+        # The fields above declare the shape and the schema; the item is built in one function
+        # (group_item), and a subclass's own fields are added the DRF way. tests/api pins both
+        # ways to the same output.
+        return with_the_other_fields(self, group, group_item(group))
 
     def get_architecture(self, group: ComparisonGroup) -> str:
         return architecture_for(group.hardware_product)

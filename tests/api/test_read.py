@@ -285,3 +285,30 @@ def test_run_items_equal_the_declared_fields_field_by_field(shipped_data: None) 
     rows = {row["public_id"]: row for row in Run.objects.with_summaries().values(*RUN_ITEM_VALUES)}
     for run in runs:
         assert list(run_item(rows[run.public_id]).items()) == list(RunSerializer(run).data.items()), run.public_id
+
+
+def test_group_items_equal_the_declared_fields_field_by_field(shipped_data: None) -> None:
+    """GroupSerializer builds its item in one function (api.items.group_item); for every shipped
+    group it must be what DRF's field-by-field pass over the declared fields gives, key order
+    included (the list's item with its run count, and the ranking with its rows)."""
+    from django.db.models import F
+    from rest_framework import serializers as drf
+
+    from api.serializers import GroupListSerializer, GroupRankingSerializer
+    from runs import selectors
+
+    groups = list(
+        ComparisonGroup.objects.select_related("source", "benchmark", "benchmark__source")
+        .annotate(run_count=F("published_runs"))
+        .order_by("pk")
+    )
+    assert len(groups) > 50
+    for group in groups:
+        fast = GroupListSerializer(group).data
+        declared = drf.Serializer.to_representation(GroupListSerializer(group), group)
+        assert list(fast.items()) == list(declared.items()), group.key
+    for group in groups[:: len(groups) // 10]:
+        group.ranking_rows = selectors.attach_group(list(selectors.ranking_rows(group).with_summaries()), group)
+        fast = GroupRankingSerializer(group).data
+        declared = drf.Serializer.to_representation(GroupRankingSerializer(group), group)
+        assert list(fast.items()) == list(declared.items()), group.key
