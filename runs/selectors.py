@@ -303,6 +303,20 @@ def benchmark_groups(benchmark: Benchmark) -> list[dict[str, Any]]:
     return [{"group": g, "top": by_group.get(g.pk, [])} for g in groups]
 
 
+# What a row of the run lists shows (web.templatetags.runrows: link, latency, rank "N of M",
+# benchmark, submitter through identity_labels, the group's or the run's own GPU and harness,
+# SOL, observed, evidence): the lists load only these of the run's and its joined rows' columns.
+# The other 30 run columns and the joined rows' ~60 cost their compiling and a conversion each.
+RUN_ROW_COLUMNS = (
+    *("public_id", "latency_ns", "primary_statistic", "rank", "is_reference", "sol_score", "observed_at"),
+    *("evidence_level", "submitter", "title", "external_id", "source__slug"),
+    *("benchmark__native_id", "benchmark__title", "benchmark__source__slug", "group__key"),
+    *("group__hardware_product", "group__harness_name", "group__harness_version", "group__ranked_count"),
+    *("environment__product", "protocol__harness_name", "protocol__harness_version"),
+    *("implementation__submitter", "implementation__revision", "implementation__project__name"),
+)
+
+
 def home_lists() -> dict[str, Any]:
     """Sources with run counts, the most-run benchmarks, the latest runs (3 queries; the counts
     are stored at write time by runs.counts, the latest runs read the run_newest_first index)."""
@@ -314,7 +328,7 @@ def home_lists() -> dict[str, Any]:
             .filter(published_runs__gt=0)
             .order_by("-published_runs", "native_id")[:12]
         ),
-        "latest_runs": list(Run.objects.visible().for_listing().order_by(*newest_first())[:20]),
+        "latest_runs": list(Run.objects.visible().for_listing().only(*RUN_ROW_COLUMNS).order_by(*newest_first())[:20]),
     }
 
 
@@ -340,7 +354,9 @@ def source_benchmarks(source: Source) -> QuerySet[Benchmark]:
 
 
 def latest_runs(**filters: Any) -> list[Run]:
-    return list(Run.objects.visible().filter(**filters).for_listing().order_by(*newest_first())[:20])
+    return list(
+        Run.objects.visible().filter(**filters).for_listing().only(*RUN_ROW_COLUMNS).order_by(*newest_first())[:20]
+    )
 
 
 def project_get(slug: str) -> Project:

@@ -156,7 +156,7 @@ def gpu_detail(request: HttpRequest, slug: str) -> HttpResponse:
         return download_runs(table.rows, chosen, f"gpu-{gpu.slug}-best-runs")
     # The groups' stored figures count the #1s, unless an evidence level narrows them.
     known = None if table.params["evidence"] else browse.gpu_leader_count(gpu.product, table.params["source"])
-    page = selectors.paginate(table.rows, request.GET.get("page"), known_count=known)
+    page = selectors.paginate(table.shown, request.GET.get("page"), known_count=known)
     return render(request, "web/gpu_detail.html", {"gpu": gpu, "table": table, "page": page})
 
 
@@ -225,7 +225,7 @@ def runs_index(request: HttpRequest) -> HttpResponse:
     chosen = wants_download(request)
     if chosen:
         return download_runs(table.rows, chosen, "runs")
-    page = selectors.paginate(table.rows, request.GET.get("page"), known_count=table.source_total)
+    page = selectors.paginate(table.shown, request.GET.get("page"), known_count=table.source_total)
     return render(request, "web/run_list.html", {"table": table, "page": page})
 
 

@@ -21,7 +21,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils.text import slugify
 
-from runs import exports
+from runs import exports, selectors
 from runs.models import ComparisonGroup, EvidenceLevel, RunStatus, Source, newest_first
 
 JSONL = "application/x-ndjson"
@@ -92,6 +92,12 @@ class RunTable:
     def sort_links(self) -> dict[str, str]:
         """?sort= link for each column, keeping the filters: the current column reverses."""
         return {name: self.link(sort=f"-{name}" if self.sort == name else name) for name in RUN_SORTS}
+
+    @property
+    def shown(self) -> QuerySet:
+        """The rows as the table's page shows them: only the columns a row reads
+        (``runs.selectors.RUN_ROW_COLUMNS``); downloads take ``rows``, every column."""
+        return self.rows.only(*selectors.RUN_ROW_COLUMNS)
 
     @property
     def page_query(self) -> str:

@@ -236,7 +236,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "revisions": selectors.project_revisions(project),
             "history": pages.project_history(project),
             "table": table,
-            "page": selectors.paginate(table.rows, request.GET.get("page")),
+            "page": selectors.paginate(table.shown, request.GET.get("page")),
         },
     )
 
@@ -265,7 +265,7 @@ def environment_detail(request: HttpRequest, digest: str) -> HttpResponse:
             # Unfiltered, the environment's stored figure is the count (a million-run
             # environment's bounded COUNT read 10,001 rows: 40 ms).
             "page": selectors.paginate(
-                table.rows,
+                table.shown,
                 request.GET.get("page"),
                 known_count=None if table.filtered else environment.published_runs,
             ),
@@ -290,7 +290,7 @@ def search(request: HttpRequest) -> HttpResponse:
         if chosen:
             return tables.download_runs(table.rows, chosen, "submitter-runs")
         context["table"] = table
-        context["submitter_page"] = selectors.paginate(table.rows, request.GET.get("page"))
+        context["submitter_page"] = selectors.paginate(table.shown, request.GET.get("page"))
     context["results"] = selectors.search(query)
     context["has_results"] = any(context["results"].values())
     return render(request, "runs/search.html", context)
