@@ -134,10 +134,10 @@ def _import_batch(session: ImportSession, bundles: list[VerifiedBundle], result:
         identity = identity_text(bundle)
         # The same run twice in one import: the later row wins, as a re-import would.
         rows[identity] = (bundle, session.run_fields(bundle, docs))
-    existing = {run.identity: run for run in Run.objects.filter(identity__in=list(rows))}
+    existing = {run.identity: run for run in Run.objects.filter(identity__any=list(rows))}
     taken = session.pending_public_ids | set(
         Run.objects.filter(
-            public_id__in=[next(iter(public_id_candidates(identity))) for identity in rows if identity not in existing]
+            public_id__any=[next(iter(public_id_candidates(identity))) for identity in rows if identity not in existing]
         ).values_list("public_id", flat=True)
     )
     changed_runs: list[Run] = []
@@ -239,7 +239,7 @@ def _insert_pending(session: ImportSession) -> set[int]:
         return set()
     pending = list(session.pending.values())
     group_ids = {row["group_id"] for row, _ in pending}
-    occupied = set(Run.objects.filter(group_id__in=group_ids).values_list("group_id", flat=True).distinct())
+    occupied = set(Run.objects.filter(group_id__any=group_ids).values_list("group_id", flat=True).distinct())
     fresh = group_ids - occupied
     groups = {group.pk: group for group in session.groups.values() if group.pk in fresh}
     eligible: dict[tuple[Any, ...], bool] = {}

@@ -50,13 +50,13 @@ class Lookups:
         wanted = {name.strip() for name in names if name.strip()} - set(self.projects)
         if not wanted:
             return
-        for project in Project.objects.filter(name__in=wanted):
+        for project in Project.objects.filter(name__any=wanted):
             self.projects[project.name] = project
         missing = sorted(wanted - set(self.projects))
         if not missing:
             return
         slugs = {name: slugify(name)[:180] or canonical.sha256_hex(name.encode())[:12] for name in missing}
-        taken = set(Project.objects.filter(slug__in=set(slugs.values())).values_list("slug", flat=True))
+        taken = set(Project.objects.filter(slug__any=set(slugs.values())).values_list("slug", flat=True))
         new = []
         for name in missing:
             slug = slugs[name]
@@ -66,7 +66,7 @@ class Lookups:
             new.append(Project(slug=slug, name=name))
         Project.objects.bulk_create(new, batch_size=1000)
         if any(project.pk is None for project in new):
-            new = list(Project.objects.filter(name__in=missing))
+            new = list(Project.objects.filter(name__any=missing))
         for project in new:
             self.projects[project.name] = project
 
@@ -152,7 +152,7 @@ class Lookups:
                 wanted[(source.pk, native_id)] = source
         if wanted:
             for benchmark in Benchmark.objects.filter(
-                source_id__in={pk for pk, _ in wanted}, native_id__in={name for _, name in wanted}
+                source_id__any={pk for pk, _ in wanted}, native_id__any={name for _, name in wanted}
             ):
                 self.benchmarks.setdefault((benchmark.source_id, benchmark.native_id), benchmark)
             missing = [
@@ -163,7 +163,7 @@ class Lookups:
             if missing:
                 Benchmark.objects.bulk_create(missing)
                 if any(benchmark.pk is None for benchmark in missing):
-                    missing = list(Benchmark.objects.filter(native_id__in=[b.native_id for b in missing]))
+                    missing = list(Benchmark.objects.filter(native_id__any=[b.native_id for b in missing]))
                 for benchmark in missing:
                     self.benchmarks.setdefault((benchmark.source_id, benchmark.native_id), benchmark)
         new: dict[str, tuple[tuple[str, ...], VerifiedBundle, Source, Benchmark, dict[str, Any]]] = {}
@@ -182,7 +182,7 @@ class Lookups:
             new.setdefault(key, (cache_key, bundle, source, benchmark, parts))
         if not new:
             return
-        for group in ComparisonGroup.objects.filter(key__in=list(new)):
+        for group in ComparisonGroup.objects.filter(key__any=list(new)):
             self.groups[group.key] = group
         created = [
             self._new_group(bundle, source, benchmark, parts, key)
@@ -192,7 +192,7 @@ class Lookups:
         if created:
             ComparisonGroup.objects.bulk_create(created)
             if any(group.pk is None for group in created):
-                created = list(ComparisonGroup.objects.filter(key__in=[g.key for g in created]))
+                created = list(ComparisonGroup.objects.filter(key__any=[g.key for g in created]))
             for group in created:
                 self.groups[group.key] = group
         for key, (cache_key, *_rest) in new.items():

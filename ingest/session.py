@@ -98,7 +98,7 @@ class ImportSession(Lookups):
             lookup = set(wanted) | {b.declared[role] for b in bundles if role in b.declared}
             # Runs only need the row's pk and digest; the document text stays in the database.
             columns = ("pk", "digest", "submitter") if role == "implementation" else ("pk", "digest")
-            existing = {obj.digest: obj for obj in model.objects.filter(digest__in=lookup).only(*columns)}
+            existing = {obj.digest: obj for obj in model.objects.filter(digest__any=lookup).only(*columns)}
             missing = [digest for digest in wanted if digest not in existing]
             if role == "implementation" and missing:
                 self.prefetch_projects(str(wanted[digest].docs[role]["spec"].get("project", "")) for digest in missing)

@@ -67,13 +67,13 @@ def refresh(group_ids: Iterable[int], apps: Any = None) -> None:
     if not group_ids:
         return
     published = Run.objects.filter(visibility="published").order_by()
-    in_groups = published.filter(group_id__in=group_ids)
+    in_groups = published.filter(group_id__any=group_ids)
     figures = {
         row["group_id"]: {"published_runs": row["n"], "last_observed_at": row["last"]}
         for row in in_groups.values("group_id").annotate(n=Count("pk"), last=Max("observed_at"))
     }
     groups = list(
-        ComparisonGroup.objects.filter(pk__in=group_ids).only(
+        ComparisonGroup.objects.filter(pk__any=group_ids).only(
             "pk", "benchmark_id", "source_id", "published_runs", "last_observed_at"
         )
     )
@@ -109,12 +109,12 @@ def refresh(group_ids: Iterable[int], apps: Any = None) -> None:
                     gpu_count=Count("hardware_product", distinct=True),
                 ),
             )
-        rows = list(model.objects.filter(pk__in=ids).only("pk", *figures_of))
+        rows = list(model.objects.filter(pk__any=ids).only("pk", *figures_of))
         _store(model, rows, figures, dict(figures_of))
 
     # The environments and projects of the touched groups' runs, in one pass over them.
     pairs = set(
-        Run.objects.filter(group_id__in=group_ids)
+        Run.objects.filter(group_id__any=group_ids)
         .order_by()
         .values_list("environment_id", "implementation__project_id")
         .distinct()
@@ -122,9 +122,9 @@ def refresh(group_ids: Iterable[int], apps: Any = None) -> None:
     environment_ids = {environment_id for environment_id, _ in pairs}
     project_ids = {project_id for _, project_id in pairs if project_id is not None}
     figures = _rows(
-        published.filter(environment_id__in=environment_ids).values("environment_id"), published_runs=Count("pk")
+        published.filter(environment_id__any=environment_ids).values("environment_id"), published_runs=Count("pk")
     )
-    environments = m["Environment"].objects.filter(pk__in=environment_ids).only("pk", *ENVIRONMENT_FIGURES)
+    environments = m["Environment"].objects.filter(pk__any=environment_ids).only("pk", *ENVIRONMENT_FIGURES)
     _store(m["Environment"], list(environments), figures, dict(ENVIRONMENT_FIGURES))
 
     refresh_projects(project_ids, apps)
@@ -138,7 +138,7 @@ def refresh_projects(project_ids: Iterable[int], apps: Any = None) -> None:
         return
     figures = _rows(
         m["Run"]
-        .objects.filter(visibility="published", implementation__project_id__in=project_ids)
+        .objects.filter(visibility="published", implementation__project_id__any=project_ids)
         .order_by()
         .values("implementation__project_id"),
         published_runs=Count("pk"),
@@ -148,13 +148,13 @@ def refresh_projects(project_ids: Iterable[int], apps: Any = None) -> None:
     _merge(
         figures,
         _rows(
-            m["Implementation"].objects.filter(project_id__in=project_ids).order_by().values("project_id"),
+            m["Implementation"].objects.filter(project_id__any=project_ids).order_by().values("project_id"),
             revision_count=Count("pk"),
         ),
     )
     _store(
         m["Project"],
-        list(m["Project"].objects.filter(pk__in=project_ids).only("pk", *PROJECT_FIGURES)),
+        list(m["Project"].objects.filter(pk__any=project_ids).only("pk", *PROJECT_FIGURES)),
         figures,
         dict(PROJECT_FIGURES),
     )

@@ -135,7 +135,7 @@ def recompute_groups(group_ids: Iterable[int]) -> int:
     stored_counts.refresh(group_ids)
     groups = {
         group.pk: group
-        for group in ComparisonGroup.objects.filter(pk__in=group_ids).only(
+        for group in ComparisonGroup.objects.filter(pk__any=group_ids).only(
             "pk", "ranking_metric", "ranking_direction", "best_per", "ranked_count"
         )
     }
@@ -153,7 +153,7 @@ def recompute_groups(group_ids: Iterable[int]) -> int:
         "eligible",
         "rank",
     )
-    runs = Run.objects.filter(group_id__in=group_ids).with_eligibility().values(*fields)
+    runs = Run.objects.filter(group_id__any=group_ids).with_eligibility().values(*fields)
     for values in runs.iterator(chunk_size=5000):
         group = groups[values["group_id"]]
         current[values["pk"]] = values["rank"]
