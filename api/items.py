@@ -14,10 +14,9 @@ import orjson
 from django.conf import settings
 from rest_framework import serializers
 
-from kernelindex import links
 from kernelindex.gpus import architecture_for
 from runs import ranking
-from runs.models import SUMMARIES, Benchmark, ComparisonGroup, Run
+from runs.models import SUMMARIES, Benchmark, ComparisonGroup, Project, Run
 
 
 def permalink(obj: Any) -> str:
@@ -103,7 +102,7 @@ def run_item(run: Run | dict[str, Any]) -> dict[str, Any]:
     source_slug, native_id = row["benchmark__source__slug"], row["benchmark__native_id"]
     return {
         "id": str(row["public_id"]),
-        "url": settings.SITE_URL + links.page_path("runs", row["public_id"]),
+        "url": settings.SITE_URL + Run.path_of(row["public_id"]),
         "digest": str(row["digest"]),
         "externalId": str(row["external_id"]),
         "title": str(row["title"]),
@@ -127,7 +126,7 @@ def run_item(run: Run | dict[str, Any]) -> dict[str, Any]:
         else {
             "slug": str(project_slug),
             "name": str(row["implementation__project__name"]),
-            "url": settings.SITE_URL + links.page_path("projects", project_slug),
+            "url": settings.SITE_URL + Project.path_of(project_slug),
         },
         "hardware": {
             "product": str(row["environment__product"]),

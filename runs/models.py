@@ -84,7 +84,12 @@ class Source(LoadedQuickly, models.Model):
         return self.name
 
     def get_absolute_url(self) -> str:
-        return links.page_path("sources", self.slug)
+        return self.path_of(self.slug)
+
+    @staticmethod
+    def path_of(slug: str) -> str:
+        """The page of the source ``slug``, without the object (a list's ``values()`` row)."""
+        return links.page_path("sources", slug)
 
 
 class BenchmarkQuerySet(models.QuerySet):
@@ -145,7 +150,7 @@ class Benchmark(LoadedQuickly, models.Model):
         stored before ids were checked may not be a safe path (``../..``): such a benchmark links
         to its source rather than to wherever the dots would lead."""
         if links.native_id_problem(native_id) is not None:
-            return links.page_path("sources", source_slug)
+            return Source.path_of(source_slug)
         return links.page_path("benchmarks", source_slug, native_id)
 
 
@@ -203,7 +208,12 @@ class Project(LoadedQuickly, models.Model):
         return self.name
 
     def get_absolute_url(self) -> str:
-        return links.page_path("projects", self.slug)
+        return self.path_of(self.slug)
+
+    @staticmethod
+    def path_of(slug: str) -> str:
+        """The page of the project ``slug``, without the object (a list's ``values()`` row)."""
+        return links.page_path("projects", slug)
 
 
 class Implementation(DocumentMixin):
@@ -521,7 +531,12 @@ class Run(LoadedQuickly, models.Model):
         return f"Run {self.public_id}"
 
     def get_absolute_url(self) -> str:
-        return links.page_path("runs", self.public_id)
+        return self.path_of(self.public_id)
+
+    @staticmethod
+    def path_of(public_id: str) -> str:
+        """The page of the run ``public_id``, without the object (a list's ``values()`` row)."""
+        return links.page_path("runs", public_id)
 
     # The run page links its twin, comparison and citation several times each; reverse() was
     # about 0.1 ms a link (tests/runs/test_paths.py pins these to reverse()).

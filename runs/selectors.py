@@ -328,7 +328,7 @@ def home_lists() -> dict[str, Any]:
             .filter(published_runs__gt=0)
             .order_by("-published_runs", "native_id")[:12]
         ),
-        "latest_runs": list(Run.objects.visible().for_listing().only(*RUN_ROW_COLUMNS).order_by(*newest_first())[:20]),
+        "latest_runs": latest_runs(),
     }
 
 
