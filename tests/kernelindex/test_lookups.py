@@ -40,6 +40,22 @@ def test_any_finds_what_in_finds(runs: list[Run]) -> None:
     assert len(_same(group_id=groups)) == 4  # a subquery stays a subquery
 
 
+# Texts that PostgreSQL's array literal (what AnyOf sends texts as) would misread unquoted or
+# unescaped: quotes, backslashes, braces, commas, spaces at either end, the word NULL, nothing.
+AWKWARD = ['say "hi"', "back\\slash\\", '\\"', "{a,b}", " padded ", "NULL", "", "é ✓ 𝄞", "it's", "a\nb"]
+
+
+@pytest.mark.django_db
+def test_any_finds_awkward_texts(runs: list[Run]) -> None:
+    for run, submitter in zip(runs, AWKWARD, strict=True):
+        run.submitter = submitter
+        run.save(update_fields=["submitter"])
+    for index, submitter in enumerate(AWKWARD):
+        assert _same(submitter=[submitter]) == [runs[index].pk], repr(submitter)
+    assert len(_same(submitter=AWKWARD)) == len(AWKWARD)
+    assert _same(submitter=["hi", "say", "a", "b", "{a", "padded", "back", "slash"]) == []
+
+
 @pytest.mark.django_db
 def test_on_postgresql_the_values_are_one_array_parameter(runs: list[Run]) -> None:
     ids = [run.public_id for run in runs]
