@@ -28,6 +28,7 @@ from ingest.formats.base import (
     load,
 )
 from kernelindex import canonical
+from kernelindex.collector import collector_paused
 from runs.identity import identity_text
 from runs.manifests import ManifestError, VerifiedBundle, bundle_export
 from runs.models import Run
@@ -114,6 +115,7 @@ def _skipped(path: Path) -> Parsed:
     return Parsed(path=path, format="not data", apply=None, summary=f"skipped: a {path.suffix or 'suffix-less'} file")
 
 
+@collector_paused()
 def parse_paths(paths: list[str], fmt: str | None = None) -> list[Parsed]:
     load_all()
     parsed: list[Parsed] = []
@@ -133,6 +135,7 @@ def sort_for_apply(parsed: list[Parsed]) -> list[Parsed]:
     return sorted(parsed, key=lambda item: APPLY_ORDER.get(item.format, 50))
 
 
+@collector_paused()
 def apply_all(parsed: list[Parsed], options: dict[str, Any] | None = None) -> list[str]:
     """Write everything in one transaction: first every file's benchmarks and workloads
     (merged, so the order of the files does not matter), then the runs of all files in shared
