@@ -5,6 +5,7 @@ timings, KernelIndex's H200 reruns)."""
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import re
@@ -98,6 +99,13 @@ def test_an_unknown_filter_value_is_a_clear_400(client, data, url):
     text = visible_text(response.content.decode())
     assert "Unknown" in text and "Known values:" in text
     assert "<script>" not in response.content.decode()
+
+
+@pytest.mark.parametrize("facet", ["tag", "collection"])
+def test_an_unknown_tag_or_collection_lists_the_known_ones_sorted(client, data, facet):
+    page = client.get(f"/benchmarks/?{facet}=nope").content.decode()
+    known = html.unescape(re.search(r"Known values: (.*?)\.</p>", page)[1]).split(", ")
+    assert len(known) > 1 and known == sorted(known), known
 
 
 @pytest.mark.parametrize(
