@@ -129,8 +129,8 @@ def dumps(value: Any) -> bytes:
 # - when every float is one Python's repr writes the way ECMAScript does (not integral, and
 #   1e-4 ≤ |x| < 1e16) and no key has a character beyond U+FFFF (so code-point order is UTF-16
 #   order), orjson with sorted keys writes RFC 8785: the same bytes as the json module's C
-#   encoder (sort_keys, no spaces, ensure_ascii off), four to eight times faster, and with no
-#   intermediate str to encode;
+#   encoder (sort_keys, no spaces, ensure_ascii off), in 27 ms instead of 60-69 ms for the 8,020
+#   documents of 2,000 synthetic runs, with no intermediate str to encode;
 # - otherwise ``_encode`` does, with the json module's C string escaper (it escapes exactly
 #   the set RFC 8785 requires: ", \\, U+0000–U+001F as lowercase \\u00xx) and rfc8785's number
 #   formatting for the floats that need it.

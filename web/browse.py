@@ -76,12 +76,15 @@ def benchmark_list(get: Any) -> BenchmarkList:
         if collection:
             collections.add(collection)
         tags.update(str(tag) for tag in benchmark_tags or [] if isinstance(tag, str))
+    # Sorted once, for the filters' menus and for the error that lists the known values.
+    collection_options = [(c, c) for c in sorted(collections)]
+    tag_options = [(t, t) for t in sorted(tags)]
     gpus = gpu_products()
     rerun_options = [("yes", "has a KernelIndex rerun")]
     values = {
         "source": _choice(get.get("source", "").strip(), sources, "source"),
-        "collection": _choice(get.get("collection", "").strip(), [(c, c) for c in sorted(collections)], "collection"),
-        "tag": _choice(get.get("tag", "").strip(), [(t, t) for t in sorted(tags)], "tag"),
+        "collection": _choice(get.get("collection", "").strip(), collection_options, "collection"),
+        "tag": _choice(get.get("tag", "").strip(), tag_options, "tag"),
         "gpu": _choice(get.get("gpu", "").strip(), gpus.items(), "GPU"),
         "rerun": _choice(get.get("rerun", "").strip(), rerun_options, "rerun filter"),
     }
@@ -105,8 +108,8 @@ def benchmark_list(get: Any) -> BenchmarkList:
     rows, sort = _sorted(rows, get.get("sort", "name"), BENCHMARK_SORTS, "name")
     filters = [
         Filter("source", "source", sources, values["source"]),
-        Filter("collection", "level or collection", [(c, c) for c in sorted(collections)], values["collection"]),
-        Filter("tag", "tag", [(t, t) for t in sorted(tags)], values["tag"]),
+        Filter("collection", "level or collection", collection_options, values["collection"]),
+        Filter("tag", "tag", tag_options, values["tag"]),
         Filter("gpu", "GPU", sorted(gpus.items(), key=lambda item: item[1]), values["gpu"]),
         Filter("rerun", "KernelIndex rerun", rerun_options, values["rerun"]),
     ]
