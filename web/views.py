@@ -19,7 +19,7 @@ from kernelindex import canonical
 from runs import selectors
 from runs.manifests import bundle_export, display_bundle
 from runs.models import Run
-from web import figures, pages, tables
+from web import figures, jinja, pages, tables
 
 
 def _tombstone(request: HttpRequest, run: Run) -> HttpResponse:
@@ -38,7 +38,7 @@ def run_detail(request: HttpRequest, public_id: str) -> HttpResponse:
     except selectors.RunGone as gone:
         return _tombstone(request, gone.run)
     run = page.run
-    return render(
+    return jinja.render_page(
         request,
         "runs/run_detail.html",
         {

@@ -12,8 +12,8 @@ from typing import Any
 
 from django import template
 from django.utils import timezone
-from django.utils.html import conditional_escape
-from django.utils.safestring import mark_safe
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import SafeString, mark_safe
 
 from kernelindex import canonical, links
 
@@ -165,3 +165,27 @@ def breakable(value: Any) -> str:
     text escaped, with a <wbr> after each of those characters."""
     text = conditional_escape(str(value))
     return mark_safe(text.replace("/", "/<wbr>").replace("_", "_<wbr>"))
+
+
+@register.simple_tag
+def digest_field(value: Any, length: int, name: str, link: str = "") -> SafeString:
+    """A digest or key shortened to ``length`` hex digits (linked to ``link`` when given), with
+    its full value in a read-only field to select and copy; ``name`` tells the fields of one
+    page apart (``copy-<name>``). ``{% digest_field run.digest 23 "digest" %}`` on Django's
+    pages, ``digest_field(…)`` on the run page (web.jinja)."""
+    short = shortdigest(value, length)
+    shown = (
+        format_html('<a href="{}" title="{}"><code>{}</code></a>', link, value, short)
+        if link
+        else format_html('<code title="{}">{}</code>', value, short)
+    )
+    return format_html(
+        '<span class="digest-field">{}<label class="visually-hidden" for="copy-{}">Full value</label>'
+        '<input class="copy" id="copy-{}" type="text" readonly value="{}" aria-label="full {} digest, select to copy">'
+        "</span>",
+        shown,
+        name,
+        name,
+        value,
+        name,
+    )

@@ -1,6 +1,6 @@
 """The rows of the long tables, written in Python (``{% load runrows %}``): ``{% run_rows runs %}``
 (run lists), ``{% ranking_rows rows cols %}`` (a comparison group's ranking) and
-``{% case_rows table %}`` (the cases of a workload, on the run and benchmark pages).
+``{% cases_table table caption %}`` (the cases of a workload, on the run and benchmark pages).
 
 A list page shows 50 runs of nine cells each; as a template loop (``_run_rows.html`` and
 ``_run_table.html`` before) each row cost about 0.2 ms of variable lookups and filter calls, half
@@ -17,6 +17,7 @@ from typing import Any
 
 from django import template
 from django.template.defaultfilters import capfirst, truncatechars
+from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 
 from web.templatetags.kiformat import MISSING, isodate, latency, plain, ratio, score, submitter
@@ -176,3 +177,29 @@ def case_rows(table: Any) -> SafeString:
     """The ``<tr>`` of each case of a ``web.figures.RunFigures`` (``runs/_cases.html``): its
     number, the columns the table has any value in, and its axes."""
     return mark_safe("\n  ".join(_case_row(view, table.columns) for view in table.rows))
+
+
+_CASE_HEADS = (
+    ("latency", '<th scope="col" class="num">latency</th>'),
+    ("baseline", '<th scope="col" class="num">scoring baseline</th>'),
+    ("sol", '<th scope="col" class="num">speed of light</th>'),
+    ("speedup", '<th scope="col" class="num">× reference</th>'),
+    ("score", '<th scope="col" class="num">SOL score</th>'),
+    ("timer", '<th scope="col">timer</th>'),
+    ("status", '<th scope="col">status</th>'),
+)
+
+
+@register.simple_tag
+def cases_table(table: Any, caption: str) -> SafeString:
+    """The table of a ``web.figures.RunFigures``'s cases, headed by the columns it has values in:
+    ``{% cases_table figures "Cases of the workload" %}`` on Django's pages (the benchmark page),
+    ``cases_table(…)`` on the run page (web.jinja)."""
+    heads = "".join(head for name, head in _CASE_HEADS if getattr(table.columns, name))
+    label = conditional_escape(caption)  # a template's literal is safe already, as in Django's templates
+    return mark_safe(
+        f'<div class="table-wrap table-scroll" tabindex="0" role="region" aria-label="{label}">\n'
+        f'<table class="cases">\n  <caption>{label}</caption>\n'
+        f'  <thead><tr><th scope="col">#</th>{heads}<th scope="col">axes</th></tr></thead>\n'
+        f"  <tbody>\n  {case_rows(table)}\n  </tbody>\n</table>\n</div>\n"
+    )

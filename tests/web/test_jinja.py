@@ -1,0 +1,135 @@
+"""The run page is a Jinja2 template (web.jinja): it writes values, escapes and filters as the
+Django template it replaced did, and the fragments Django's pages share with it (a digest field,
+a table of cases) write what their Django includes wrote."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from django.template import Context, Template
+from django.test import override_settings
+
+from tests.factories import import_bundles, reference_bundle
+from web import jinja
+
+
+def _jinja(source: str, **context: object) -> str:
+    return jinja.environment().from_string(source).render(context)
+
+
+def _django(source: str, **context: object) -> str:
+    return Template(source).render(Context(context))
+
+
+VALUES = {
+    "text": '<b>"Ann" & O\'Neil</b>',
+    "integer": 1234567,
+    "real": 0.1 + 0.2,
+    "tiny": 1e-07,
+    "decimal": Decimal("1.50"),
+    "none": None,
+    "yes": True,
+    "when": datetime(2026, 7, 24, 2, 49, tzinfo=UTC),
+    "items": [1, 2],
+    "mapping": {"a": 1},
+}
+
+
+@override_settings(TIME_ZONE="UTC", USE_THOUSAND_SEPARATOR=False)
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_a_value_is_written_and_escaped_as_django_writes_it(name: str) -> None:
+    assert _jinja("[{{ value }}]", value=VALUES[name]) == _django("[{{ value }}]", value=VALUES[name])
+
+
+def test_a_missing_name_key_or_attribute_is_empty_and_safe_text_is_not_escaped_again() -> None:
+    assert _jinja("[{{ nothing }}|{{ nothing.deeper['key'] }}|{{ d['absent'] }}]", d={}) == "[||]"
+    from django.utils.safestring import mark_safe
+
+    assert _jinja("{{ html }}", html=mark_safe("<em>x</em>")) == "<em>x</em>"
+
+
+@pytest.mark.parametrize(
+    ("django", "jinja_source", "value"),
+    [
+        ('{{ v|default:"—" }}', '{{ v|default("—") }}', ""),
+        ('{{ v|default:"—" }}', '{{ v|default("—") }}', 0),
+        ("{{ v|pluralize }}", "{{ v|pluralize }}", 2),
+        ('{{ v|pluralize:"es" }}', '{{ v|pluralize("es") }}', 1),
+        ("{{ v|capfirst }}", "{{ v|capfirst }}", "exploit <x>"),
+        ("{{ v|truncatechars:10 }}", "{{ v|truncatechars(10) }}", "a long & winding summary"),
+        ("{{ v|linebreaksbr }}", "{{ v|linebreaksbr }}", "one <b>\ntwo"),
+        ("{% load kiformat %}{{ v|latency }}", "{{ v|latency }}", 18583.0),
+        ("{% load kiformat %}{{ v|shortdigest:23 }}", "{{ v|shortdigest(23) }}", "sha256:" + "ab" * 32),
+    ],
+)
+def test_filters_mean_what_they_meant_in_django(django: str, jinja_source: str, value: object) -> None:
+    assert _jinja(jinja_source, v=value) == _django(django, v=value)
+
+
+# templates/runs/_digest.html before it became kiformat.digest_field.
+DIGEST_INCLUDE = (
+    '{% load kiformat %}<span class="digest-field">{% if link %}<a href="{{ link }}" title="{{ value }}"><code>'
+    '{{ value|shortdigest:length }}</code></a>{% else %}<code title="{{ value }}">{{ value|shortdigest:length }}'
+    '</code>{% endif %}<label class="visually-hidden" for="copy-{{ id }}">Full value</label><input class="copy" '
+    'id="copy-{{ id }}" type="text" readonly value="{{ value }}" aria-label="full {{ id }} digest, select to copy">'
+    "</span>"
+)
+
+
+@pytest.mark.parametrize("link", ["", "/groups/sha256:ab/?a=1&b=2"])
+def test_the_digest_field_writes_what_its_include_wrote(link: str) -> None:
+    value = 'sha256:<"quoted">' + "0f" * 30
+    expected = _django(DIGEST_INCLUDE, value=value, length=16, id="key", link=link)
+    assert _django('{% load kiformat %}{% digest_field v 16 "key" link %}', v=value, link=link) == expected
+    assert _jinja('{{ digest_field(v, 16, "key", link) }}', v=value, link=link) == expected
+
+
+# templates/runs/_cases.html (without its rows, which tests/web/test_run_rows.py compares) before
+# it became runrows.cases_table.
+CASES_INCLUDE = (
+    '{% load runrows %}{% with cols=table.columns %}<div class="table-wrap table-scroll" tabindex="0" role="region" '
+    'aria-label="{{ caption }}">\n<table class="cases">\n  <caption>{{ caption }}</caption>\n  <thead><tr>'
+    '<th scope="col">#</th>{% if cols.latency %}<th scope="col" class="num">latency</th>{% endif %}'
+    '{% if cols.baseline %}<th scope="col" class="num">scoring baseline</th>{% endif %}'
+    '{% if cols.sol %}<th scope="col" class="num">speed of light</th>{% endif %}'
+    '{% if cols.speedup %}<th scope="col" class="num">× reference</th>{% endif %}'
+    '{% if cols.score %}<th scope="col" class="num">SOL score</th>{% endif %}'
+    '{% if cols.timer %}<th scope="col">timer</th>{% endif %}{% if cols.status %}<th scope="col">status</th>'
+    '{% endif %}<th scope="col">axes</th></tr></thead>\n  <tbody>\n  {% case_rows table %}\n  </tbody>\n</table>\n'
+    "</div>{% endwith %}\n"
+)
+
+
+def test_the_cases_table_writes_what_its_include_wrote() -> None:
+    from web import figures
+    from web.pages import CaseRow
+
+    cases = [
+        CaseRow(1, "#1", {"batch": 4}, 18600.0, 25800.0, 9000.0, 0.93, "passed", "cuda events"),
+        CaseRow(2, "#2", {}, None, 25800.0, None, None, "failed", "", "mismatch"),
+    ]
+    for chosen in (cases, cases[1:], []):
+        table = figures.run_figures(chosen)
+        for caption in ("Cases of the workload", "the benchmark's <cases>"):
+            expected = _django(CASES_INCLUDE, table=table, caption=caption)
+            assert _django("{% load runrows %}{% cases_table t c %}", t=table, c=caption) == expected
+            assert _jinja("{{ cases_table(t, c) }}", t=table, c=caption) == expected
+
+
+@pytest.mark.django_db
+def test_the_run_page_is_the_site_frame_with_the_jinja_blocks(client) -> None:
+    from runs.models import Run
+
+    import_bundles([reference_bundle()])
+    run = Run.objects.get()
+    body = client.get(run.get_absolute_url()).content.decode()
+    assert body.startswith("<!doctype html>") and body.rstrip().endswith("</html>")
+    assert f"<title>Run {run.public_id} · KernelIndex</title>" in body
+    assert f'<link rel="alternate" type="application/json" href="{run.get_json_url()}">' in body
+    assert re.search(r'<main id="content">\s*<article class="run">', body)
+    assert '<p class="run-footer">' in body and body.count("<footer") == 1
+    # The search box and navigation come from base.html, as on every page.
+    assert 'action="/search/"' in body and 'href="/api/v1/"' in body
