@@ -163,5 +163,16 @@ def test_pretty_keeps_non_ascii() -> None:
     assert "€" in canonical.pretty({"a": "€"})
 
 
+def test_pretty_indents_as_json_did_and_writes_numbers_as_the_canonical_text() -> None:
+    text = '{"z":{"b":[1,2.5,{"c":"é \\"q\\" \\n"}],"a":[],"e":{}},"n":1e-7,"m":1e+21,"t":true,"u":null}'
+    value = canonical.loads(text)
+    written = canonical.pretty(value)
+    # The layout of json.dumps(indent=2, ensure_ascii=False), keys in their order …
+    assert written == json.dumps(value, indent=2, ensure_ascii=False).replace("1e-07", "1e-7")
+    # … and each number as the canonical document writes it (json wrote 1e-07).
+    assert '"n": 1e-7,' in written and '"m": 1e+21,' in written
+    assert canonical.loads(written) == value
+
+
 def test_the_reference_bundle_file_is_valid_strict_json() -> None:
     assert canonical.loads(Path(REFERENCE).read_text())["run"]["kind"] == "BenchmarkRun"
