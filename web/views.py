@@ -192,7 +192,7 @@ def benchmark_detail(request: HttpRequest, source: str, native_id: str) -> HttpR
     groups = selectors.benchmark_groups(benchmark)
     group_figures = figures.benchmark_figures(benchmark, [block["group"] for block in groups])
     figures.attach(groups, group_figures)
-    return render(
+    return jinja.render_page(
         request,
         "runs/benchmark_detail.html",
         {

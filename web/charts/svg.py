@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from html import escape as _escape
 
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 WIDE, NARROW = 640, 340
@@ -25,6 +25,12 @@ def fit(text: str, room: float) -> str:
     """``text`` cut with an ellipsis so it fits ``room`` user units at FONT size."""
     most = max(4, int(room / CHAR))
     return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def escape(value: object) -> str:
+    """Text for SVG markup, escaped as Django escapes (``django.utils.html.escape``, without its
+    lazy-text wrapper: a chart writes a few hundred labels and titles)."""
+    return _escape(str(value))
 
 
 def attr(value: float) -> str:
