@@ -9,8 +9,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
-
 from attestations.models import Attestation, IssueReport
 from kernelindex.prepared import Prepared
 from runs import rerun_bundles
@@ -268,16 +266,30 @@ def run_page(public_id: str) -> RunPage:
     )
 
 
-def with_public_flags(rows: QuerySet[Run]) -> QuerySet[Run]:
-    """Rows with ``public_flags``: each run's flags published by moderators, oldest first.
-    One query for a whole page of rows, not one per row; the reports' private fields (the
-    description, the reporter's email) are not loaded."""
-    flags = (
+# The published flags of a comparison group's runs, oldest first, compiled once
+# (kernelindex.prepared); the reports' private fields (the description, the reporter's email) are
+# not loaded. Flags are moderators' notes: a group has a handful at most.
+_group_flags = Prepared(
+    lambda group_id: (
         IssueReport.objects.public_flags()
+        .filter(run__group_id=group_id)
         .only("run", "category", "public_summary", "created_at", "handled_at")
         .order_by("created_at", "pk")
-    )
-    return rows.prefetch_related(Prefetch("reports", queryset=flags, to_attr="public_flags"))
+    ),
+    group_id=int,
+)
+
+
+def attach_public_flags(rows: list[Run], group: ComparisonGroup) -> list[Run]:
+    """Give each of ``rows`` (runs of ``group``) ``public_flags``: its flags published by
+    moderators, oldest first. One query for the whole group, whatever the page: Django's
+    prefetch_related for a page of 25 rows that had none cost more than loading the rows."""
+    by_run: dict[int, list[IssueReport]] = {}
+    for flag in _group_flags(group_id=group.pk):
+        by_run.setdefault(flag.run_id, []).append(flag)
+    for run in rows:
+        run.public_flags = by_run.get(run.pk, [])
+    return rows
 
 
 _DIMENSIONS = (

@@ -133,14 +133,12 @@ def group_detail(request: HttpRequest, key: str) -> HttpResponse:
         rows = table.rows.select_related("source", "benchmark__source", "group")
         return tables.download_runs(rows, chosen, f"group-{group.key.removeprefix('sha256:')[:16]}")
     page = selectors.paginate(
-        pages.with_public_flags(
-            table.rows.select_related(None).select_related("implementation__project").only(*RANKING_ROW_COLUMNS)
-        ),
+        table.rows.select_related(None).select_related("implementation__project").only(*RANKING_ROW_COLUMNS),
         request.GET.get("page"),
     )
     # The group's own source, benchmark and ranked_count ("rank N of M"), already loaded: the
     # rows join only what differs between them.
-    rows = selectors.attach_group(list(page.object_list), group)
+    rows = pages.attach_public_flags(selectors.attach_group(list(page.object_list), group), group)
     rule = selectors.group_rule(group)
     metric_label = "SOL score" if group.ranking_metric == "sol_score" else "latency"
     return render(

@@ -132,7 +132,8 @@ def test_ranking_rows_write_what_the_template_loop_wrote() -> None:
             state=ReportState.FLAGGED, public_summary=summary,
         )  # fmt: skip
     group = flagged.group
-    rows = selectors.attach_group(list(pages.with_public_flags(selectors.ranking_rows(group, show_all=True))), group)
+    rows = selectors.attach_group(list(selectors.ranking_rows(group, show_all=True)), group)
+    pages.attach_public_flags(rows, group)
     assert len(rows) == 6
     assert {"reference", "ineligible", ""} <= {
         "reference" if r.is_reference else "" if r.rank else "ineligible" for r in rows
