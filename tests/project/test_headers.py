@@ -172,6 +172,8 @@ def test_our_pages_have_no_inline_script_or_style(site: dict[str, str], client: 
         f"/runs/{site['public_id']}/report/",
         f"/runs/{site['public_id']}/compare/{site['other_id']}/",
         f"/groups/{site['key']}/",
+        f"/benchmarks/{site['source']}/{site['native_id']}/",
+        f"/runs/{site['public_id']}/cite/",
         site["attest_received"],
         "/accounts/password_change/",
         "/does-not-exist/",
