@@ -49,16 +49,17 @@ def latency_parts(ns: Any) -> tuple[str, str] | None:
     number = _number(ns)
     if number is None:
         return None
-    unit, scale = _UNITS[0]
-    for candidate, candidate_scale in _UNITS:
-        if abs(number) >= candidate_scale:
-            unit, scale = candidate, candidate_scale
-    shown = float(_significant(number / scale))
+    magnitude = abs(number)
+    index = 0
+    for candidate, (_, scale) in enumerate(_UNITS):
+        if magnitude >= scale:
+            index = candidate
+    text = _significant(number / _UNITS[index][1])
     # 999.7 ns rounds to 1000 ns: say 1 µs instead.
-    index = [u for u, _ in _UNITS].index(unit)
-    if abs(shown) >= 1000 and index + 1 < len(_UNITS):
-        unit, scale = _UNITS[index + 1]
-    return _significant(number / scale), unit
+    if index + 1 < len(_UNITS) and abs(float(text)) >= 1000:
+        index += 1
+        text = _significant(number / _UNITS[index][1])
+    return text, _UNITS[index][0]
 
 
 @register.filter
