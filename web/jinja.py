@@ -26,7 +26,6 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template import defaultfilters
-from django.template.loader import get_template
 from django.urls import reverse
 from django.utils.formats import localize
 from django.utils.safestring import SafeString, mark_safe
@@ -52,11 +51,6 @@ def _finalize(value: Any) -> Any:
     return SafeString(escape(value))  # django.utils.html.escape without its lazy-text wrapper
 
 
-def django_include(name: str, **context: Any) -> SafeString:
-    """A Django template the Jinja pages share with Django's (the history table)."""
-    return get_template(name, using="django").render(context)
-
-
 def url(name: str, *args: Any) -> str:
     """``{% url name arg… %}``: the path of a named URL."""
     return reverse(name, args=args)
@@ -80,7 +74,7 @@ def environment() -> Environment:
     env.globals.update(
         cases_table=runrows.cases_table,
         digest_field=kiformat.digest_field,
-        django_include=django_include,
+        history_table=runrows.history_table,
         url=url,
     )
     return env

@@ -169,3 +169,48 @@ def test_case_rows_write_what_the_template_loop_wrote() -> None:
         assert _squeeze(written) == _squeeze(expected)
     written = Template("{% load runrows %}{% case_rows table %}").render(Context({"table": figures.run_figures(cases)}))
     assert "&lt;dim&gt;=a&amp;b" in written and "&quot;x&quot; &lt;1e-3&gt;" in written
+
+
+# templates/runs/_history.html before it was written in Python (runrows.history_table).
+HISTORY_INCLUDE = (
+    '<section id="history" aria-labelledby="history-h">\n<h2 id="history-h">History</h2>\n{% if history %}\n'
+    '<div class="table-wrap" tabindex="0" role="region" aria-label="History">\n<table class="history">\n'
+    "  <caption>{{ caption }}{% if total and total > history|length %} (the latest {{ history|length }} of "
+    "{{ total }}){% endif %}</caption>\n"
+    '  <thead><tr>{% if with_run %}<th scope="col">run</th>{% endif %}<th scope="col" class="num">revision</th>'
+    '<th scope="col">date</th><th scope="col">by</th><th scope="col">reason</th><th scope="col">changed</th>'
+    "</tr></thead>\n  <tbody>\n"
+    '  {% for h in history %}<tr>{% if with_run %}<td><a href="{{ h.run.get_absolute_url }}">{{ h.run.public_id }}'
+    '</a></td>{% endif %}<th scope="row" class="num" title="record digest {{ h.digest }}">{{ h.number }}</th>'
+    '<td class="date">{{ h.created_at|isodate }}</td><td>{{ h.actor }}</td><td>{{ h.reason }}</td><td>'
+    '{% if h.changed %}{{ h.changed|join:", " }}{% elif h.number == 1 %}first recorded{% else %}—{% endif %}'
+    "</td></tr>\n  {% endfor %}\n  </tbody>\n</table>\n</div>\n{% else %}\n<p>No recorded changes.</p>\n"
+    "{% endif %}\n</section>\n"
+)
+
+
+@pytest.mark.django_db
+def test_the_history_table_writes_what_its_include_wrote() -> None:
+    from datetime import UTC, datetime
+
+    from web.pages import HistoryRow
+
+    sol_group(1)
+    run = Run.objects.get()
+    when = datetime(2026, 7, 24, 2, 49, tzinfo=UTC)
+    rows = [
+        HistoryRow(3, when, 'api: <b>"Ann"</b>', "re-imported & 'fixed'", ["latency_ns", "<title>"], "sha256:ab", run),
+        HistoryRow(2, when, "moderator", "hidden", [], "sha256:cd", run),
+        HistoryRow(1, None, "import", "imported", [], "sha256:ef", run),
+    ]
+    for history in (rows, rows[2:], []):
+        for caption in ("Revisions of this record, newest first", "this project's <runs>"):
+            for total, with_run in ((0, False), (len(history), False), (7, False), (0, True)):
+                context = {"history": history, "caption": caption, "total": total, "with_run": with_run}
+                expected = Template("{% load kiformat %}" + HISTORY_INCLUDE).render(Context(context))
+                written = Template(
+                    "{% load runrows %}{% history_table history caption total=total with_run=with_run %}"
+                ).render(Context(context))
+                assert _squeeze(written) == _squeeze(expected)
+    written = Template("{% load runrows %}{% history_table h c %}").render(Context({"h": rows, "c": "x"}))
+    assert "api: &lt;b&gt;&quot;Ann&quot;&lt;/b&gt;" in written and "first recorded" in written

@@ -1,6 +1,7 @@
 """The rows of the long tables, written in Python (``{% load runrows %}``): ``{% run_rows runs %}``
 (run lists), ``{% ranking_rows rows cols %}`` (a comparison group's ranking) and
-``{% cases_table table caption %}`` (the cases of a workload, on the run and benchmark pages).
+``{% cases_table table caption %}`` (the cases of a workload, on the run and benchmark pages) and
+``{% history_table history caption %}`` (a record's revisions, on the run and project pages).
 
 A list page shows 50 runs of nine cells each; as a template loop (``_run_rows.html`` and
 ``_run_table.html`` before) each row cost about 0.2 ms of variable lookups and filter calls, half
@@ -202,4 +203,46 @@ def cases_table(table: Any, caption: str) -> SafeString:
         f'<table class="cases">\n  <caption>{label}</caption>\n'
         f'  <thead><tr><th scope="col">#</th>{heads}<th scope="col">axes</th></tr></thead>\n'
         f"  <tbody>\n  {case_rows(table)}\n  </tbody>\n</table>\n</div>\n"
+    )
+
+
+def _history_row(row: Any, with_run: bool) -> str:
+    cells = ["<tr>"]
+    if with_run:
+        cells.append(f'<td><a href="{escape(row.run.get_absolute_url())}">{_text(row.run.public_id)}</a></td>')
+    if row.changed:
+        changed = ", ".join(_text(name) for name in row.changed)
+    else:
+        changed = "first recorded" if row.number == 1 else MISSING
+    cells.append(
+        f'<th scope="row" class="num" title="record digest {_text(row.digest)}">{_text(row.number)}</th>'
+        f'<td class="date">{escape(isodate(row.created_at))}</td><td>{_text(row.actor)}</td>'
+        f"<td>{_text(row.reason)}</td><td>{changed}</td></tr>"
+    )
+    return "".join(cells)
+
+
+@register.simple_tag
+def history_table(history: list[Any], caption: str, total: int = 0, with_run: bool = False) -> SafeString:
+    """The "History" section of a record: ``web.pages.HistoryRow``s, newest first, who changed
+    what and why. ``total`` (a run's revision count) says how many are older than those shown;
+    ``with_run`` adds the run of each row (a project's page). ``{% history_table history caption
+    with_run=True %}`` on Django's pages, ``history_table(…)`` on the run page (web.jinja)."""
+    if not history:
+        return mark_safe(
+            '<section id="history" aria-labelledby="history-h">\n<h2 id="history-h">History</h2>\n'
+            "<p>No recorded changes.</p>\n</section>\n"
+        )
+    label = conditional_escape(caption)  # a template's literal is safe already, as in Django's templates
+    if total and total > len(history):
+        label += f" (the latest {len(history)} of {_text(total)})"
+    run_head = '<th scope="col">run</th>' if with_run else ""
+    rows = "".join(_history_row(row, with_run) + "\n  " for row in history)
+    return mark_safe(
+        '<section id="history" aria-labelledby="history-h">\n<h2 id="history-h">History</h2>\n'
+        '<div class="table-wrap" tabindex="0" role="region" aria-label="History">\n<table class="history">\n'
+        f"  <caption>{label}</caption>\n"
+        f'  <thead><tr>{run_head}<th scope="col" class="num">revision</th><th scope="col">date</th>'
+        '<th scope="col">by</th><th scope="col">reason</th><th scope="col">changed</th></tr></thead>\n'
+        f"  <tbody>\n  {rows}</tbody>\n</table>\n</div>\n</section>\n"
     )
