@@ -9,7 +9,8 @@ calls ``refresh`` with the same groups.
 
 What is stored where (published runs only; "submitters" leaves reference rows out):
 
-- ComparisonGroup: ``published_runs``, ``last_observed_at``.
+- ComparisonGroup: ``published_runs``, ``reference_runs`` (its ranking page's row count is
+  ``ranked_count`` plus these), ``last_observed_at``.
 - Benchmark: ``published_runs``, ``submitter_count``, ``last_observed_at``.
 - Source: ``published_runs``, ``benchmark_count``, ``submitter_count``, ``gpu_count``,
   ``last_observed_at``.
@@ -26,12 +27,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Max, Q, Sum
 
 from runs.bulk import update_rows
 
 # Each kind's stored figures and their value when it has no published run.
-GROUP_FIGURES = {"published_runs": 0, "last_observed_at": None}
+GROUP_FIGURES = {"published_runs": 0, "reference_runs": 0, "last_observed_at": None}
 BENCHMARK_FIGURES = {"published_runs": 0, "submitter_count": 0, "last_observed_at": None}
 SOURCE_FIGURES = {
     "published_runs": 0,
@@ -69,13 +70,17 @@ def refresh(group_ids: Iterable[int], apps: Any = None) -> None:
     published = Run.objects.filter(visibility="published").order_by()
     in_groups = published.filter(group_id__any=group_ids)
     figures = {
-        row["group_id"]: {"published_runs": row["n"], "last_observed_at": row["last"]}
-        for row in in_groups.values("group_id").annotate(n=Count("pk"), last=Max("observed_at"))
+        row["group_id"]: {
+            "published_runs": row["n"],
+            "reference_runs": row["references"],
+            "last_observed_at": row["last"],
+        }
+        for row in in_groups.values("group_id").annotate(
+            n=Count("pk"), references=Count("pk", filter=Q(is_reference=True)), last=Max("observed_at")
+        )
     }
     groups = list(
-        ComparisonGroup.objects.filter(pk__any=group_ids).only(
-            "pk", "benchmark_id", "source_id", "published_runs", "last_observed_at"
-        )
+        ComparisonGroup.objects.filter(pk__any=group_ids).only("pk", "benchmark_id", "source_id", *GROUP_FIGURES)
     )
     _store(ComparisonGroup, groups, figures, dict(GROUP_FIGURES))
 

@@ -43,9 +43,11 @@ def counted() -> dict[str, Any]:
             )
         },
         "groups": {
-            g.pk: (g.a, g.e)
+            g.pk: (g.a, g.r, g.e)
             for g in ComparisonGroup.objects.annotate(
-                a=Count("runs", filter=PUBLISHED), e=Max("runs__observed_at", filter=PUBLISHED)
+                a=Count("runs", filter=PUBLISHED),
+                r=Count("runs", filter=PUBLISHED & Q(runs__is_reference=True)),
+                e=Max("runs__observed_at", filter=PUBLISHED),
             )
         },
         "projects": {
@@ -61,6 +63,17 @@ def counted() -> dict[str, Any]:
     }
 
 
+def ranking_counts_hold() -> bool:
+    """Every group's ranking page row count, from the stored figures, is what counting gives."""
+    from runs import selectors
+
+    return all(
+        group.ranked_count + group.reference_runs == selectors.ranking_rows(group).count()
+        and group.published_runs == selectors.ranking_rows(group, show_all=True).count()
+        for group in ComparisonGroup.objects.all()
+    )
+
+
 def stored() -> dict[str, Any]:
     return {
         "sources": {
@@ -70,7 +83,9 @@ def stored() -> dict[str, Any]:
         "benchmarks": {
             b.pk: (b.published_runs, b.submitter_count, b.last_observed_at) for b in Benchmark.objects.all()
         },
-        "groups": {g.pk: (g.published_runs, g.last_observed_at) for g in ComparisonGroup.objects.all()},
+        "groups": {
+            g.pk: (g.published_runs, g.reference_runs, g.last_observed_at) for g in ComparisonGroup.objects.all()
+        },
         "projects": {
             p.pk: (p.published_runs, p.benchmark_count, p.revision_count, p.last_observed_at)
             for p in Project.objects.all()
@@ -98,6 +113,16 @@ def test_stored_figures_follow_imports_and_moderation(django_user_model):
 
     moderation.run_restore(Run.objects.get(pk=run.pk), moderator, "restored")
     assert stored() == counted() == before
+
+    # A reference row hidden and restored: its group's ranking shows one row fewer, then again as
+    # many, and the ranking page's row count (ranked_count + reference_runs) follows.
+    reference = Run.objects.filter(is_reference=True, visibility="published").order_by("pk").first()
+    assert ranking_counts_hold()
+    moderation.run_hide(reference, moderator, "a test of the reference rows' figure")
+    assert stored() == counted() and ranking_counts_hold()
+    assert stored()["groups"][reference.group_id][1] == before["groups"][reference.group_id][1] - 1
+    moderation.run_restore(Run.objects.get(pk=reference.pk), moderator, "restored")
+    assert stored() == counted() == before and ranking_counts_hold()
 
     # And refresh_all (the migration's and a repair's path) changes nothing that is right.
     counts.refresh_all()
