@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import F, QuerySet
+from django.db.models import F, QuerySet, Sum
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils.text import slugify
@@ -82,6 +83,16 @@ class RunTable:
     # How many published runs the view holds, where the stored counts say it exactly (the
     # list's own count stops at runs.selectors.COUNT_CAP).
     source_total: int | None = None
+    # With a GPU filter, the comparison groups whose stored counts sum to the view's size; the sum
+    # is asked for only when a page shows the count (a download does not).
+    total_groups: QuerySet | None = None
+
+    @cached_property
+    def known_total(self) -> int | None:
+        """How many runs the view holds, where stored figures say it exactly; else None."""
+        if self.total_groups is not None:
+            return self.total_groups.aggregate(total=Sum("published_runs"))["total"] or 0
+        return self.source_total
 
     def link(self, **changes: str) -> str:
         """This view's query string with ``changes``; the default sort is left out."""
@@ -148,19 +159,22 @@ def run_table(
     params: dict[str, str] = dict(fixed or {})
     made: list[Filter] = []
     source_total: int | None = None
+    gpu_product = source_slug = ""
     for name in filters:
         if name == "gpu":
             products = gpu_products()
             options = [(slug, product) for slug, product in products.items()]
             value = _choice(request, "gpu", options, "GPU")
             if value:
-                rows = rows.filter(group__hardware_product=products[value])
+                gpu_product = products[value]
+                rows = rows.filter(group__hardware_product=gpu_product)
             made.append(Filter("gpu", "GPU", options, value))
         elif name == "source":
             sources = list(Source.objects.order_by("name").values_list("slug", "name", "published_runs"))
             options = [(slug, label) for slug, label, _ in sources]
             value = _choice(request, "source", options, "source")
             if value:
+                source_slug = value
                 rows = rows.filter(source__slug=value)
             made.append(Filter("source", "source", options, value))
             # The stored counts give the size of "every run" and of one source's runs exactly.
@@ -195,8 +209,14 @@ def run_table(
         column = F(RUN_SORTS[name])
         rows = rows.order_by(column.desc(nulls_last=True) if descending else column.asc(nulls_last=True), "public_id")
     # Exact when ``rows`` are every published run (``every_run``: the runs index) and no filter
-    # but the source narrows them.
-    others = not every_run or any(value for key, value in params.items() if key != "source")
+    # but the source and the GPU narrows them: a GPU's runs are its comparison groups' (the key
+    # names the GPU and the source), whose published runs are stored.
+    others = not every_run or any(value for key, value in params.items() if key not in ("source", "gpu"))
+    groups = None
+    if not others and gpu_product:
+        groups = ComparisonGroup.objects.filter(hardware_product=gpu_product)
+        if source_slug:
+            groups = groups.filter(source__slug=source_slug)
     return RunTable(
         rows=rows,
         sort=sort,
@@ -205,6 +225,7 @@ def run_table(
         fixed=dict(fixed or {}),
         default_sort=default_sort,
         source_total=None if others else source_total,
+        total_groups=groups,
     )
 
 

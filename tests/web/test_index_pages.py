@@ -207,6 +207,21 @@ def test_a_run_table_downloads_exactly_its_view_as_csv_and_jsonl(client, data):
     assert 'href="?gpu=b200&amp;source=sol-execbench&amp;sort=-score&amp;format=csv"' in page
 
 
+def test_the_runs_index_counts_a_gpu_and_a_source_exactly_from_the_stored_figures(client, data):
+    from web.tables import gpu_slug
+
+    products = set(ComparisonGroup.objects.values_list("hardware_product", flat=True))
+    assert len(products) > 1
+    for product in products:
+        for source in ("", "sol-execbench", "kernelbench"):
+            runs = Run.objects.filter(visibility="published", group__hardware_product=product)
+            url = f"/runs/?gpu={gpu_slug(product)}"
+            if source:
+                runs, url = runs.filter(source__slug=source), f"{url}&source={source}"
+            page = client.get(url).content.decode()
+            assert re.search(rf"<caption>Runs \({runs.count()}\)</caption>", page), url
+
+
 def test_csv_cells_are_formula_safe(client, db):
     import_bundles(
         [sol_bundle(submission_id=424242, username='=HYPERLINK("http://x")', sol_score=0.5, latency_ms=0.03)]
