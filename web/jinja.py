@@ -80,6 +80,16 @@ def environment() -> Environment:
     return env
 
 
+def precompile() -> list[str]:
+    """Compile every template under ``templates/jinja/`` now (gunicorn.conf.py's when_ready):
+    the run page's took 75 ms to compile, once per process. Returns their names."""
+    env = environment()
+    names = env.list_templates()
+    for name in names:
+        env.get_template(name)
+    return names
+
+
 def render_page(request: HttpRequest, name: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
     """The Jinja template ``name``'s blocks, rendered with ``context``, in ``base.html``."""
     template = environment().get_template(name)

@@ -24,3 +24,12 @@ def test_it_takes_port_and_workers_from_the_environment(monkeypatch: pytest.Monk
     conf = runpy.run_path(str(CONF))
     assert conf["bind"] == "127.0.0.1:8123"
     assert conf["workers"] == 2
+
+
+def test_the_master_compiles_the_jinja_templates_before_the_workers_fork() -> None:
+    from web import jinja
+
+    jinja.environment().cache.clear()
+    runpy.run_path(str(CONF))["when_ready"](None)
+    compiled = {name for _, name in jinja.environment().cache.keys()}
+    assert {"runs/run_detail.html", "runs/benchmark_detail.html", "runs/_replications.html"} <= compiled
