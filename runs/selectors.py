@@ -70,21 +70,25 @@ def run_get(public_id: str) -> Run:
     return run
 
 
-def group_leader(run: Run, *, full: bool = True) -> Run | None:
-    """#1 of the run's comparison group, or #2 when the run is #1 itself (1 query). Not
-    ``full``: only its id and rank (the run page links to it; the compare page shows it)."""
-    wanted = 2 if run.rank == 1 else 1
-    found = (_leader if full else _leader_link)(group_id=run.group_id, rank=wanted)
+def leader_rank(run: Run) -> int:
+    """The rank of the run a run is compared with by default: #1, or #2 for #1 itself."""
+    return 2 if run.rank == 1 else 1
+
+
+def group_leader(run: Run) -> Run | None:
+    """#1 of the run's comparison group, or #2 when the run is #1 itself (1 query)."""
+    found = _leader(group_id=run.group_id, rank=leader_rank(run))
     return found[0] if found else None
+
+
+def has_leader(run: Run) -> bool:
+    """Whether the run's group holds the run ``group_leader`` would load (no query): a group's
+    ranks are 1 to its stored ``ranked_count``, one run each (runs.ranking.compute_ranks)."""
+    return run.group.ranked_count >= leader_rank(run)
 
 
 _leader = Prepared(
     lambda group_id, rank: _run_queryset().filter(group_id=group_id, rank=rank)[:1], group_id=int, rank=int
-)
-_leader_link = Prepared(
-    lambda group_id, rank: Run.objects.filter(group_id=group_id, rank=rank).only("pk", "public_id", "rank")[:1],
-    group_id=int,
-    rank=int,
 )
 
 

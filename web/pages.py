@@ -13,7 +13,7 @@ from attestations.models import Attestation, IssueReport
 from kernelindex.prepared import Prepared
 from runs import rerun_bundles
 from runs.models import ComparisonGroup, Project, Run, RunRevision, Visibility, Workload
-from runs.selectors import group_leader, identity_labels, run_get
+from runs.selectors import group_leader, has_leader, identity_labels, leader_rank, run_get
 
 # What a correctness comparator checks, for comparators the sources name but do not describe.
 COMPARATOR_DESCRIPTIONS = {
@@ -110,7 +110,7 @@ def case_count(run: Run) -> int | None:
 @dataclass
 class RunPage:
     run: Run
-    leader: Run | None
+    leader_rank: int | None  # of the run a comparison link offers, when its group has one
     attestations: list[Any]
     flags: list[Any]
     cases: list[CaseRow]
@@ -235,10 +235,11 @@ def project_history(project: Project) -> list[HistoryRow]:
 
 
 def run_page(public_id: str) -> RunPage:
-    """Everything the run page shows, in 5 queries: the run with its documents, the #1 of its
-    group, its published attestations, its published flags, its latest revisions; plus 1 for a run that KernelIndex
-    re-measured or that is such a rerun (``rerun_bundles.related_runs``: the other side of the link,
-    which no join of the run's own row can reach). Other runs spend no query on it."""
+    """Everything the run page shows, in 4 queries: the run with its documents, its published
+    attestations, its published flags, its latest revisions (whether its group has a #1 to compare
+    with is its stored ranked count); plus 1 for a run that KernelIndex re-measured or that is
+    such a rerun (``rerun_bundles.related_runs``: the other side of the link, which no join of the
+    run's own row can reach). Other runs spend no query on it."""
     run = run_get(public_id)
     protocol_spec = run.protocol.spec
     correctness = protocol_spec.get("correctness") if isinstance(protocol_spec.get("correctness"), dict) else {}
@@ -247,7 +248,7 @@ def run_page(public_id: str) -> RunPage:
     latency = run.spec.get("timing", {}).get("latencyNs", {})
     return RunPage(
         run=run,
-        leader=group_leader(run, full=False),
+        leader_rank=leader_rank(run) if has_leader(run) else None,
         attestations=_published_attestations(run),
         flags=_run_flags(run_id=run.pk),
         cases=case_rows(run, run.shown_workload),

@@ -32,7 +32,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def run_detail(request: HttpRequest, public_id: str) -> HttpResponse:
-    """5 queries (web.pages.run_page); a tombstone costs 1."""
+    """4 queries (web.pages.run_page); a tombstone costs 1."""
     try:
         page = pages.run_page(public_id)
     except selectors.RunGone as gone:

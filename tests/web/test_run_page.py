@@ -287,6 +287,28 @@ def test_number_one_compares_with_number_two_and_a_lone_run_says_so(client):
     assert "No other ranked run in this comparison group" in text
 
 
+@pytest.mark.django_db
+def test_every_run_offers_a_comparison_exactly_when_its_group_has_the_run_to_compare_with(client):
+    """The link comes from the group's stored ranked count, not a query: it must agree with the
+    ranks stored, for ranked runs, unranked ones (a failed run, a reference row) and a lone run."""
+    import_reference_with_leaders()
+    import_bundles(
+        [
+            sol_bundle(submission_id=6, username="failing", status="failed", sol_score=0.2, latency_ms=0.03),
+            sol_bundle(submission_id=7, username="SOL Bound", sol_score=1.0, latency_ms=0.01, reference=True),
+            sol_bundle(submission_id=8, username="alone", sol_score=0.7, latency_ms=0.03, gpu="NVIDIA H200"),
+        ]
+    )
+    runs = list(Run.objects.select_related("group"))
+    assert {run.rank for run in runs} >= {None, 1, 2} and len({run.group_id for run in runs}) > 1
+    for run in runs:
+        wanted = 2 if run.rank == 1 else 1
+        exists = Run.objects.filter(group=run.group, rank=wanted).exists()
+        body = visible_text(client.get(f"/runs/{run.public_id}/").content.decode())
+        assert (f"Compare with #{wanted} →" in body) == exists, run.public_id
+        assert ("Compare with" in body) == exists
+
+
 def test_the_server_error_page_renders_in_the_site_layout_without_a_request():
     from django.template.loader import render_to_string
 
