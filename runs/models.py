@@ -252,9 +252,7 @@ class ComparisonGroup(LoadedQuickly, models.Model):
         default=0, editable=False, help_text="Published runs; kept at every write by runs.counts."
     )
     reference_runs = models.PositiveIntegerField(
-        default=0,
-        editable=False,
-        help_text="Published reference rows (shown unranked in the ranking); kept at every write by runs.counts.",
+        default=0, editable=False, help_text="Published reference rows; kept at every write by runs.counts."
     )
     last_observed_at = models.DateTimeField(null=True, blank=True, editable=False, help_text=_KEPT)
     created_at = models.DateTimeField(auto_now_add=True)

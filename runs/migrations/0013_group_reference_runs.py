@@ -30,11 +30,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="comparisongroup",
             name="reference_runs",
-            field=models.PositiveIntegerField(
-                default=0,
-                editable=False,
-                help_text="Published reference rows (shown unranked in the ranking); kept at every write by runs.counts.",
-            ),
+            field=models.PositiveIntegerField(default=0, editable=False, help_text="Published reference rows; kept at every write by runs.counts."),
         ),
         migrations.RunPython(fill, migrations.RunPython.noop),
     ]
