@@ -198,13 +198,14 @@ def related_runs(run: Run) -> QuerySet[Run] | list[Run]:
     if not has_related(run):
         return []
     if is_rerun(run):
-        pairs = [(slug, name) for slug, names in _source_rows_of(run).items() for name in names]
+        sources = _source_rows_of(run)
+        pairs = [(slug, name) for slug, names in sources.items() for name in names]
         if len(pairs) == 1:  # every revision of REMEASURED_ROWS as it is: one source, one row name
             ((slug, name),) = pairs
             return _source_rows(benchmark_id=run.benchmark_id, slug=slug, submitter=name)
         published = Run.objects.visible().for_listing().filter(benchmark_id=run.benchmark_id)
         rows = None
-        for slug, names in _source_rows_of(run).items():
+        for slug, names in sources.items():
             match = published.filter(source__slug=slug, is_reference=True, submitter__in=names)
             rows = match if rows is None else rows | match
         assert rows is not None  # has_related checked there is at least one

@@ -80,8 +80,8 @@ class RunTable:
     filters: list[Filter] = field(default_factory=list)
     fixed: dict[str, str] = field(default_factory=dict)  # the page's own parameters (show=all)
     default_sort: str = ""
-    # How many published runs the view holds, where the stored counts say it exactly (the
-    # list's own count stops at runs.selectors.COUNT_CAP).
+    # How many published runs the view holds, where the sources' stored counts say it exactly
+    # (every run, or one source's; the list's own count stops at runs.selectors.COUNT_CAP).
     source_total: int | None = None
     # With a GPU filter, the comparison groups whose stored counts sum to the view's size; the sum
     # is asked for only when a page shows the count (a download does not).
@@ -224,7 +224,7 @@ def run_table(
         filters=made,
         fixed=dict(fixed or {}),
         default_sort=default_sort,
-        source_total=None if others else source_total,
+        source_total=None if others or gpu_product else source_total,
         total_groups=groups,
     )
 

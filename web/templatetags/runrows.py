@@ -175,8 +175,8 @@ def _case_row(view: Any, cols: Any) -> str:
 
 @register.simple_tag
 def case_rows(table: Any) -> SafeString:
-    """The ``<tr>`` of each case of a ``web.figures.RunFigures`` (``runs/_cases.html``): its
-    number, the columns the table has any value in, and its axes."""
+    """The ``<tr>`` of each case of a ``web.figures.RunFigures`` (``cases_table``): its number,
+    the columns the table has any value in, and its axes."""
     return mark_safe("\n  ".join(_case_row(view, table.columns) for view in table.rows))
 
 
