@@ -8,7 +8,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from kernelindex.prepared import Prepared
+from kernelindex.prepared import Prepared, PreparedIn
 from runs import selectors
 from runs.models import ComparisonGroup, Run
 from tests.factories import sol_group
@@ -92,3 +92,66 @@ def test_sql_that_depends_on_the_values_fails_on_first_use() -> None:
     sliced = Prepared(lambda n: Run.objects.order_by("pk")[:n], n=int)  # LIMIT n is written into the SQL
     with pytest.raises(ImproperlyConfigured, match="depends on its values"):
         sliced(n=3)
+
+
+def test_slices_are_parameters_of_one_compiled_query() -> None:
+    sol_group(5)
+    group = ComparisonGroup.objects.get()
+    ranked = Prepared(
+        lambda group_id: Run.objects.filter(group_id=group_id).select_related("implementation").order_by("rank"),
+        group_id=int,
+    )
+    expected = list(Run.objects.filter(group=group).select_related("implementation").order_by("rank"))
+    with CaptureQueriesContext(connection) as captured:
+        for start, stop in ((0, 2), (2, 4), (4, 6), (1, 1), (0, 50)):
+            found = ranked.slice(start, stop, group_id=group.pk)
+            assert [(r.pk, r.rank, r.implementation_id) for r in found] == [
+                (r.pk, r.rank, r.implementation_id) for r in expected[start:stop]
+            ]
+            # The related row is built with the run, as select_related does: no query for it.
+            assert [getattr(r.implementation, "pk", None) for r in found] == [
+                r.implementation_id for r in expected[start:stop]
+            ]
+    assert len(captured) == 5
+    assert all(" LIMIT " in query["sql"] and " OFFSET " in query["sql"] for query in captured.captured_queries)
+    assert ranked.slice(0, 3, group_id=None) == []
+    with pytest.raises(ValueError, match="start <= stop"):
+        ranked.slice(3, 1, group_id=group.pk)
+    own = Prepared(lambda group_id: Run.objects.filter(group_id=group_id).order_by("rank")[:2], group_id=int)
+    with pytest.raises(ImproperlyConfigured, match="sliced by its own queryset"):
+        own.slice(0, 1, group_id=group.pk)
+
+
+def test_annotations_and_prefetches_are_kept_and_values_querysets_refused() -> None:
+    sol_group(3)
+    group = ComparisonGroup.objects.get()
+    annotated = Prepared(lambda group_id: Run.objects.filter(group_id=group_id).with_eligibility(), group_id=int)
+    assert sorted((r.pk, r.eligible) for r in annotated(group_id=group.pk)) == sorted(
+        (r.pk, r.eligible) for r in Run.objects.filter(group=group).with_eligibility()
+    )
+    prefetched = Prepared(
+        lambda group_id: ComparisonGroup.objects.filter(pk=group_id).prefetch_related("runs"), group_id=int
+    )
+    with CaptureQueriesContext(connection) as captured:
+        (found,) = prefetched(group_id=group.pk)
+        assert len(found.runs.all()) == 3
+    assert len(captured) == 2
+    values = Prepared(lambda group_id: Run.objects.filter(group_id=group_id).values("pk"), group_id=int)
+    with pytest.raises(ImproperlyConfigured, match="model instances"):
+        values(group_id=group.pk)
+
+
+def test_values_lists_and_id_lists_of_any_length() -> None:
+    sol_group(3)
+    runs = list(Run.objects.order_by("pk"))
+    by_ids = PreparedIn(
+        lambda ids: Run.objects.filter(pk__in=ids).order_by("pk").values_list("pk", "public_id", "observed_at")
+    )
+    expected = list(Run.objects.order_by("pk").values_list("pk", "public_id", "observed_at"))
+    with CaptureQueriesContext(connection) as captured:
+        for ids in ([runs[0].pk], [runs[2].pk, runs[0].pk], [r.pk for r in runs], [runs[1].pk], []):
+            assert by_ids(ids) == [row for row in expected if row[0] in ids]
+    assert len(captured) == 4  # no query for no ids
+    flat = Prepared(lambda group_id: Run.objects.filter(group_id=group_id).values_list("pk", flat=True), group_id=int)
+    with pytest.raises(ImproperlyConfigured, match="values_list"):
+        flat(group_id=runs[0].group_id)
