@@ -23,14 +23,16 @@ from html import escape
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.template import defaultfilters
+from django.template.loader import get_template, render_to_string
 from django.urls import reverse
 from django.utils.formats import localize
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timezone import template_localtime
-from jinja2 import ChainableUndefined, Environment, FileSystemLoader
+from jinja2 import ChainableUndefined, Environment, FileSystemLoader, pass_context
+from jinja2.runtime import Context
 
 from web.templatetags import kiformat, ranks, runrows
 
@@ -49,6 +51,14 @@ def _finalize(value: Any) -> Any:
     if value.__class__ is not str:
         value = str(localize(template_localtime(value)))
     return SafeString(escape(value))  # django.utils.html.escape without its lazy-text wrapper
+
+
+@pass_context
+def django_include(context: Context, name: str, **values: Any) -> SafeString:
+    """``{% include name with values %}`` of a Django template that Django's pages share (the
+    filter form, the pager, the download links), with ``request`` but not the context processors'
+    values (the user, messages): an include that needs them would have to name them."""
+    return mark_safe(get_template(name).render({**values, "request": context.get("request")}))
 
 
 def url(name: str, *args: Any) -> str:
@@ -74,6 +84,8 @@ def environment() -> Environment:
     env.globals.update(
         cases_table=runrows.cases_table,
         digest_field=kiformat.digest_field,
+        django_include=django_include,
+        ranking_rows=runrows.ranking_rows,
         history_table=runrows.history_table,
         url=url,
     )
@@ -81,18 +93,52 @@ def environment() -> Environment:
 
 
 def precompile() -> list[str]:
-    """Compile every template under ``templates/jinja/`` now (gunicorn.conf.py's when_ready):
-    the run page's took 75 ms to compile, once per process. Returns their names."""
+    """Compile every template under ``templates/jinja/`` and render the frame now
+    (gunicorn.conf.py's when_ready): the run page's took 75 ms to compile, once per process.
+    Returns the templates' names."""
     env = environment()
     names = env.list_templates()
     for name in names:
         env.get_template(name)
+    _cached_frame()
     return names
+
+
+BLOCKS = ("title", "head", "content", "footer")
+
+
+def frame() -> list[str]:
+    """``base.html`` around the blocks of a Jinja page: the text before the first block, between
+    each two, and after the last, with the blocks in the order of ``BLOCKS`` in between.
+
+    The frame names no request, user or message (tests/web/test_jinja.py checks that it renders
+    the same for an anonymous visitor and a signed-in moderator), so it is rendered once per
+    process, not once per page: rendering it with Django cost a tenth of a run page."""
+    marks = {name: f"\x00{name}\x00" for name in BLOCKS}
+    html = render_to_string("jinja_page.html", {"blocks": {name: mark_safe(mark) for name, mark in marks.items()}})
+    positions = sorted((html.index(mark), name) for name, mark in marks.items())
+    if [name for _, name in positions] != list(BLOCKS) or any(html.count(mark) != 1 for mark in marks.values()):
+        raise ImproperlyConfigured(f"base.html must hold each of the blocks {BLOCKS} once, in that order")
+    pieces, start = [], 0
+    for position, name in positions:
+        pieces.append(html[start:position])
+        start = position + len(marks[name])
+    pieces.append(html[start:])
+    return pieces
+
+
+_cached_frame = cache(frame)
 
 
 def render_page(request: HttpRequest, name: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
     """The Jinja template ``name``'s blocks, rendered with ``context``, in ``base.html``."""
     template = environment().get_template(name)
-    shared = template.new_context(context)
-    blocks = {block: mark_safe("".join(body(shared))) for block, body in template.blocks.items()}
-    return render(request, "jinja_page.html", {"blocks": blocks}, status=status)
+    shared = template.new_context({**context, "request": request})
+    pieces = frame() if settings.DEBUG else _cached_frame()  # DEBUG: base.html may have changed
+    body = [pieces[0]]
+    for block, after in zip(BLOCKS, pieces[1:], strict=True):
+        render = template.blocks.get(block)
+        if render is not None:
+            body.extend(render(shared))
+        body.append(after)
+    return HttpResponse("".join(body), status=status)

@@ -74,7 +74,12 @@ class Filter:
 
 @dataclass
 class RunTable:
-    rows: QuerySet
+    # The page's queryset (or a function that builds it: a page that answers its default view from
+    # a compiled query never needs it) and what the query string asks of it: filters in order, then
+    # the order. ``rows`` is the result.
+    base: QuerySet | Callable[[], QuerySet]
+    lookups: list[dict[str, str]]
+    order: list[Any]
     sort: str
     params: dict[str, str]  # the filters in force (not the sort or page)
     filters: list[Filter] = field(default_factory=list)
@@ -86,6 +91,13 @@ class RunTable:
     # With a GPU filter, the comparison groups whose stored counts sum to the view's size; the sum
     # is asked for only when a page shows the count (a download does not).
     total_groups: QuerySet | None = None
+
+    @cached_property
+    def rows(self) -> QuerySet:
+        rows = self.base() if callable(self.base) else self.base
+        for lookup in self.lookups:
+            rows = rows.filter(**lookup)
+        return rows.order_by(*self.order)
 
     @cached_property
     def known_total(self) -> int | None:
@@ -140,9 +152,22 @@ def _choice(request: HttpRequest, name: str, options: Sequence[tuple[str, str]],
     return value
 
 
+def order_for(sort: str, rank_order: Callable[[bool], list[Any]] | None = None) -> list[Any]:
+    """The ``order_by`` of a valid ``?sort=`` value (``RUN_SORTS``, a leading "-" reverses)."""
+    descending = sort.startswith("-")
+    name = sort.lstrip("-")
+    if name == "rank" and rank_order is not None:
+        return rank_order(descending)
+    if name == "observed" and descending:
+        # The same order written as the index run_newest_first is (never-observed last).
+        return newest_first()
+    column = F(RUN_SORTS[name])
+    return [column.desc(nulls_last=True) if descending else column.asc(nulls_last=True), "public_id"]
+
+
 def run_table(
     request: HttpRequest,
-    rows: QuerySet,
+    rows: QuerySet | Callable[[], QuerySet],
     *,
     filters: Sequence[str] = ("gpu", "source", "evidence", "status"),
     default_sort: str = "-observed",
@@ -150,13 +175,15 @@ def run_table(
     fixed: dict[str, str] | None = None,
     every_run: bool = False,
 ) -> RunTable:
-    """Filter and sort ``rows`` (a ``for_listing`` QuerySet of runs) from the query string.
+    """Filter and sort ``rows`` (a ``for_listing`` QuerySet of runs, or a function that builds
+    it when ``RunTable.rows`` is first read) from the query string.
 
     ``gpu`` and ``source`` cost one query each for their options; ``evidence`` and ``status``
     none. ``rank_order(descending)`` replaces the plain rank order (a ranking page orders by
     its metric so that reference rows sit in place). ``fixed`` are parameters the page's own
     URL carries (e.g. ``show=all``) kept in every link."""
     params: dict[str, str] = dict(fixed or {})
+    lookups: list[dict[str, str]] = []
     made: list[Filter] = []
     source_total: int | None = None
     gpu_product = source_slug = ""
@@ -167,7 +194,7 @@ def run_table(
             value = _choice(request, "gpu", options, "GPU")
             if value:
                 gpu_product = products[value]
-                rows = rows.filter(group__hardware_product=gpu_product)
+                lookups.append({"group__hardware_product": gpu_product})
             made.append(Filter("gpu", "GPU", options, value))
         elif name == "source":
             sources = list(Source.objects.order_by("name").values_list("slug", "name", "published_runs"))
@@ -175,7 +202,7 @@ def run_table(
             value = _choice(request, "source", options, "source")
             if value:
                 source_slug = value
-                rows = rows.filter(source__slug=value)
+                lookups.append({"source__slug": value})
             made.append(Filter("source", "source", options, value))
             # The stored counts give the size of "every run" and of one source's runs exactly.
             published = {slug: count for slug, _, count in sources}
@@ -184,13 +211,13 @@ def run_table(
             options = list(EvidenceLevel.choices)
             value = _choice(request, "evidence", options, "evidence level")
             if value:
-                rows = rows.filter(evidence_level=value)
+                lookups.append({"evidence_level": value})
             made.append(Filter("evidence", "evidence", options, value))
         elif name == "status":
             options = list(RunStatus.choices)
             value = _choice(request, "status", options, "status")
             if value:
-                rows = rows.filter(status=value)
+                lookups.append({"status": value})
             made.append(Filter("status", "status", options, value))
         else:  # pragma: no cover - a page asked for a filter that does not exist
             raise ValueError(name)
@@ -198,16 +225,6 @@ def run_table(
     sort = request.GET.get("sort", default_sort)
     if sort.lstrip("-") not in RUN_SORTS:
         sort = default_sort
-    descending = sort.startswith("-")
-    name = sort.lstrip("-")
-    if name == "rank" and rank_order is not None:
-        rows = rows.order_by(*rank_order(descending))
-    elif name == "observed" and descending:
-        # The same order written as the index run_newest_first is (never-observed last).
-        rows = rows.order_by(*newest_first())
-    else:
-        column = F(RUN_SORTS[name])
-        rows = rows.order_by(column.desc(nulls_last=True) if descending else column.asc(nulls_last=True), "public_id")
     # Exact when ``rows`` are every published run (``every_run``: the runs index) and no filter
     # but the source and the GPU narrows them: a GPU's runs are its comparison groups' (the key
     # names the GPU and the source), whose published runs are stored.
@@ -218,7 +235,9 @@ def run_table(
         if source_slug:
             groups = groups.filter(source__slug=source_slug)
     return RunTable(
-        rows=rows,
+        base=rows,
+        lookups=lookups,
+        order=order_for(sort, rank_order),
         sort=sort,
         params=params,
         filters=made,

@@ -7,18 +7,21 @@ Each view's docstring gives its query count; tests/web/test_queries.py pins them
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC
 from typing import Any
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
 
 from kernelindex import canonical
+from kernelindex.prepared import Prepared, PreparedRows
 from runs import selectors
 from runs.manifests import bundle_export, display_bundle
-from runs.models import Run
+from runs.models import ComparisonGroup, Run
 from web import figures, jinja, pages, tables
 
 
@@ -106,24 +109,53 @@ RANKING_ROW_COLUMNS = (
 )
 
 
+def _rank_order(metric: str, direction: str) -> Callable[[bool], list[Any]]:
+    """A ranking's "rank" order: by the ranking rule's metric, so reference rows sit in place
+    among the ranks (``descending`` reverses it)."""
+    like = ComparisonGroup(ranking_metric=metric, ranking_direction=direction)
+    return lambda descending: selectors.metric_order(like, (direction == "desc") != descending)
+
+
+def _shown(rows: QuerySet[Run]) -> QuerySet[Run]:
+    """Ranking rows with only what a row shows: the group's own source, benchmark and
+    ranked_count ("rank N of M") come from the group (attach_group), not joined per row."""
+    return rows.select_related(None).select_related("implementation__project").only(*RANKING_ROW_COLUMNS)
+
+
+# The rows of a ranking page as the query string leaves them (no filter), one compiled query per
+# view and ranking rule (kernelindex.prepared): building and compiling this queryset took longer
+# than running it. A filtered view builds its queryset the ordinary way.
+_RANKING_VIEWS: dict[tuple[bool, str, str, str], Prepared[Run]] = {}
+
+
+def _ranking_view(group: ComparisonGroup, show_all: bool, sort: str) -> PreparedRows[Run]:
+    metric, direction = group.ranking_metric, group.ranking_direction
+    shape = (show_all, sort, metric, direction)
+    prepared = _RANKING_VIEWS.get(shape)
+    if prepared is None:
+
+        def build(group_id: int) -> QuerySet[Run]:
+            like = ComparisonGroup(pk=group_id, ranking_metric=metric, ranking_direction=direction)
+            rows = selectors.ranking_rows(like, show_all=show_all)
+            return _shown(rows.order_by(*tables.order_for(sort, _rank_order(metric, direction))))
+
+        prepared = _RANKING_VIEWS[shape] = Prepared(build, group_id=int)
+    return prepared.rows(group_id=group.pk)
+
+
 def group_detail(request: HttpRequest, key: str) -> HttpResponse:
     """3 queries: the group, one page of rows, their published flags; 4 with an evidence filter
     (the row count).
     ?format=csv|jsonl: the group and the rows of the view (2)."""
     group = selectors.group_get(key)
     show_all = request.GET.get("show") == "all"
-
-    def rank_order(descending: bool) -> list[Any]:
-        # By the ranking rule's metric, so reference rows sit in place among the ranks.
-        return selectors.metric_order(group, (group.ranking_direction == "desc") != descending)
-
     try:
         table = tables.run_table(
             request,
-            selectors.ranking_rows(group, show_all=show_all),
+            lambda: selectors.ranking_rows(group, show_all=show_all),
             filters=("evidence",),
             default_sort="rank",
-            rank_order=rank_order,
+            rank_order=_rank_order(group.ranking_metric, group.ranking_direction),
             fixed={"show": "all"} if show_all else {},
         )
     except tables.BadQuery as error:
@@ -133,21 +165,16 @@ def group_detail(request: HttpRequest, key: str) -> HttpResponse:
         # The ranking rows leave out what the group gives every row; a download writes them.
         rows = table.rows.select_related("source", "benchmark__source", "group")
         return tables.download_runs(rows, chosen, f"group-{group.key.removeprefix('sha256:')[:16]}")
-    # Unfiltered, the page's row count is a stored figure (runs.counts): no COUNT query.
-    known_count = None
-    if not table.filtered:
-        known_count = group.published_runs if show_all else group.ranked_count + group.reference_runs
-    page = selectors.paginate(
-        table.rows.select_related(None).select_related("implementation__project").only(*RANKING_ROW_COLUMNS),
-        request.GET.get("page"),
-        known_count=known_count,
-    )
-    # The group's own source, benchmark and ranked_count ("rank N of M"), already loaded: the
-    # rows join only what differs between them.
+    if table.filtered:
+        page = selectors.paginate(_shown(table.rows), request.GET.get("page"))
+    else:  # the row count is a stored figure (runs.counts): no COUNT query, and a compiled query
+        count = group.published_runs if show_all else group.ranked_count + group.reference_runs
+        rows = _ranking_view(group, show_all, table.sort)
+        page = selectors.paginate(rows, request.GET.get("page"), known_count=count)
     rows = pages.attach_public_flags(selectors.attach_group(list(page.object_list), group), group)
     rule = selectors.group_rule(group)
     metric_label = "SOL score" if group.ranking_metric == "sol_score" else "latency"
-    return render(
+    return jinja.render_page(
         request,
         "runs/group_detail.html",
         {

@@ -136,3 +136,30 @@ def test_the_run_page_is_the_site_frame_with_the_jinja_blocks(client) -> None:
     assert '<p class="run-footer">' in body and body.count("<footer") == 1
     # The search box and navigation come from base.html, as on every page.
     assert 'action="/search/"' in body and 'href="/api/v1/"' in body
+
+
+@pytest.mark.django_db
+def test_the_frame_rendered_once_is_base_html_for_any_visitor(rf, django_user_model) -> None:
+    """web.jinja.frame renders base.html once per process: that is right only while base.html
+    writes the same for every request. A frame that named the user, a message or the path
+    would show one visitor's page to another; this fails first."""
+    from django.contrib.messages.storage.fallback import FallbackStorage
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.shortcuts import render
+    from django.utils.safestring import mark_safe
+
+    moderator = django_user_model.objects.create_user("mod", password="unused-password-7", is_staff=True)
+    anonymous = rf.get("/runs/abc/")
+    signed_in = rf.get("/groups/sha256:00/?q=cuda&page=2")
+    signed_in.user, signed_in.session = moderator, SessionStore()
+    signed_in._messages = FallbackStorage(signed_in)
+    signed_in._messages.add(25, "Saved <b>it</b>")
+    from django.contrib.auth.models import AnonymousUser
+
+    anonymous.user = AnonymousUser()
+    blocks = {name: mark_safe(f"[{name}]") for name in jinja.BLOCKS}
+    pieces = jinja.frame()
+    expected = "".join(p + (f"[{name}]" if name else "") for p, name in zip(pieces, (*jinja.BLOCKS, ""), strict=True))
+    for request in (anonymous, signed_in):
+        assert render(request, "jinja_page.html", {"blocks": blocks}).content.decode() == expected
+    assert len(pieces) == len(jinja.BLOCKS) + 1 and pieces[0].startswith("<!doctype html>")
