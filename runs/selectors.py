@@ -13,7 +13,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Max, Q, QuerySet
 from django.http import Http404
 
-from kernelindex.prepared import Prepared
+from kernelindex.prepared import Prepared, PreparedIn
 from runs.models import (
     ELIGIBLE,
     LISTING_DEFERRED,
@@ -288,16 +288,22 @@ TOP_ROW_COLUMNS = (
 )
 
 
-def benchmark_groups(benchmark: Benchmark) -> list[dict[str, Any]]:
-    """Each comparison group of a benchmark with its run count and top runs (2 queries)."""
-    groups = _benchmark_groups(benchmark_id=benchmark.pk)
-    top = (
-        Run.objects.filter(group__in=[g.pk for g in groups], rank__lte=TOP_PER_GROUP)
+# The top runs of a benchmark's groups, compiled once per number of groups.
+_top_runs = PreparedIn(
+    lambda group_ids: (
+        Run.objects.filter(group__in=group_ids, rank__lte=TOP_PER_GROUP)
         .visible()
         .select_related("source", "implementation__project")
         .only(*TOP_ROW_COLUMNS)
         .order_by("group_id", "rank")
     )
+)
+
+
+def benchmark_groups(benchmark: Benchmark) -> list[dict[str, Any]]:
+    """Each comparison group of a benchmark with its run count and top runs (2 queries)."""
+    groups = _benchmark_groups(benchmark_id=benchmark.pk)
+    top = _top_runs([g.pk for g in groups])
     by_pk = {g.pk: g for g in groups}
     by_group: dict[int, list[Run]] = {}
     for run in top:

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
+from kernelindex.prepared import PreparedIn
 from runs.models import Benchmark, ComparisonGroup, Run, RunStatus, Visibility
 from web import charts
 from web.charts.scale import auto_scale, latency_unit
@@ -194,18 +195,32 @@ def _metric(group: ComparisonGroup) -> tuple[str, str, str]:
     return group.ranking_metric, "ns", "latency"
 
 
+# The metric values of every published run of some groups, compiled once per number of groups.
+_metric_values = PreparedIn(
+    lambda group_ids: (
+        Run.objects.filter(group_id__in=group_ids, visibility=Visibility.PUBLISHED)
+        .order_by("observed_at", "public_id")
+        .values_list(
+            "group_id",
+            "public_id",
+            "submitter",
+            "title",
+            "sol_score",
+            "latency_ns",
+            "observed_at",
+            "is_reference",
+            "status",
+            "quarantined",
+        )
+    )  # fmt: skip
+)
+
+
 def benchmark_figures(benchmark: Benchmark, groups: Sequence[ComparisonGroup]) -> dict[int, GroupFigures]:
     """Per comparison group: the best result over time (each run by the date it was observed,
     for SOL-ExecBench boards the submission date) and the distribution of all its runs.
     1 query: the metric values of every published run of the page's groups."""
-    rows = (
-        Run.objects.filter(group_id__in=[g.pk for g in groups], visibility=Visibility.PUBLISHED)
-        .order_by("observed_at", "public_id")
-        .values_list(
-            "group_id", "public_id", "submitter", "title", "sol_score", "latency_ns", "observed_at",
-            "is_reference", "status", "quarantined",
-        )
-    )  # fmt: skip
+    rows = _metric_values([g.pk for g in groups])
     by_group: dict[int, list[tuple]] = {}
     for row in rows:
         by_group.setdefault(row[0], []).append(row)
