@@ -34,7 +34,9 @@ def escape(value: object) -> str:
 
 
 def attr(value: float) -> str:
-    return f"{value:.1f}".rstrip("0").rstrip(".")
+    """A coordinate to one decimal, without a trailing ".0" (12.0 → "12", 12.25 → "12.2")."""
+    text = f"{value:.1f}"
+    return text[:-2] if text.endswith(".0") else text
 
 
 @dataclass
