@@ -96,9 +96,7 @@ class Prepared(Generic[M]):
         self._queryset: QuerySet[M] | None = None  # built once, with the first placeholders
 
     def __call__(self, **values: Any) -> list[M]:
-        if values.keys() != self._types.keys():
-            raise TypeError(f"Prepared query takes {sorted(self._types)}, got {sorted(values)}")
-        if any(type(values[name]) is not kind for name, kind in self._types.items()):
+        if not self._compilable(values):
             return list(self._build(**values))  # None, or a value of another type: the ordinary way
         connection, compiled = self._compiled_for(values)
         return self._run(connection, compiled, compiled.sql, compiled.params_with(values))
@@ -108,9 +106,7 @@ class Prepared(Generic[M]):
         SQL compiled once, with ``LIMIT`` and ``OFFSET`` as parameters (a page of a list)."""
         if not 0 <= start <= stop:
             raise ValueError(f"Prepared slice [{start}:{stop}] must have 0 <= start <= stop")
-        if values.keys() != self._types.keys():
-            raise TypeError(f"Prepared query takes {sorted(self._types)}, got {sorted(values)}")
-        if any(type(values[name]) is not kind for name, kind in self._types.items()):
+        if not self._compilable(values):
             return list(self._build(**values)[start:stop])
         connection, compiled = self._compiled_for(values)
         if compiled.queryset.query.is_sliced:
@@ -122,6 +118,13 @@ class Prepared(Generic[M]):
         """The query with ``values`` as a sequence that runs only the slice taken of it: a
         Paginator given its count (``known_count``) slices one page, one query."""
         return PreparedRows(self, values)
+
+    def _compilable(self, values: dict[str, Any]) -> bool:
+        """Whether ``values`` (which must name exactly the query's values) go into the compiled
+        SQL: each of its declared type, so not None, which would change the SQL."""
+        if values.keys() != self._types.keys():
+            raise TypeError(f"Prepared query takes {sorted(self._types)}, got {sorted(values)}")
+        return all(type(values[name]) is kind for name, kind in self._types.items())
 
     def _compiled_for(self, values: dict[str, Any]) -> tuple[Any, _Compiled]:
         if self._queryset is None:
@@ -166,7 +169,7 @@ class Prepared(Generic[M]):
         tuples = queryset._iterable_class is ValuesListIterable and in_order
         if not (tuples or queryset._iterable_class is ModelIterable) or queryset._known_related_objects:
             raise ImproperlyConfigured("A prepared query yields model instances of a plain queryset, or values_list()")
-        compiler = queryset.query.get_compiler(using=queryset.db)
+        compiler = query.get_compiler(using=queryset.db)
         sql, params = compiler.as_sql()
         other = self._build(**self._placeholders[1])
         other_sql, other_params = other.query.get_compiler(using=queryset.db).as_sql()

@@ -212,7 +212,7 @@ _metric_values = PreparedIn(
             "status",
             "quarantined",
         )
-    )  # fmt: skip
+    )
 )
 
 

@@ -109,11 +109,10 @@ RANKING_ROW_COLUMNS = (
 )
 
 
-def _rank_order(metric: str, direction: str) -> Callable[[bool], list[Any]]:
+def _rank_order(group: ComparisonGroup) -> Callable[[bool], list[Any]]:
     """A ranking's "rank" order: by the ranking rule's metric, so reference rows sit in place
     among the ranks (``descending`` reverses it)."""
-    like = ComparisonGroup(ranking_metric=metric, ranking_direction=direction)
-    return lambda descending: selectors.metric_order(like, (direction == "desc") != descending)
+    return lambda descending: selectors.metric_order(group, (group.ranking_direction == "desc") != descending)
 
 
 def _shown(rows: QuerySet[Run]) -> QuerySet[Run]:
@@ -137,7 +136,7 @@ def _ranking_view(group: ComparisonGroup, show_all: bool, sort: str) -> Prepared
         def build(group_id: int) -> QuerySet[Run]:
             like = ComparisonGroup(pk=group_id, ranking_metric=metric, ranking_direction=direction)
             rows = selectors.ranking_rows(like, show_all=show_all)
-            return _shown(rows.order_by(*tables.order_for(sort, _rank_order(metric, direction))))
+            return _shown(rows.order_by(*tables.order_for(sort, _rank_order(like))))
 
         prepared = _RANKING_VIEWS[shape] = Prepared(build, group_id=int)
     return prepared.rows(group_id=group.pk)
@@ -155,7 +154,7 @@ def group_detail(request: HttpRequest, key: str) -> HttpResponse:
             lambda: selectors.ranking_rows(group, show_all=show_all),
             filters=("evidence",),
             default_sort="rank",
-            rank_order=_rank_order(group.ranking_metric, group.ranking_direction),
+            rank_order=_rank_order(group),
             fixed={"show": "all"} if show_all else {},
         )
     except tables.BadQuery as error:

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _ordinary(group: ComparisonGroup, show_all: bool, sort: str) -> list[str]:
-    order = tables.order_for(sort, views._rank_order(group.ranking_metric, group.ranking_direction))
+    order = tables.order_for(sort, views._rank_order(group))
     rows = views._shown(selectors.ranking_rows(group, show_all=show_all).order_by(*order))
     return [run.public_id for run in rows]
 
