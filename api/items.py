@@ -7,13 +7,16 @@ fifth of what was left; tests/api pins all three ways to the same output.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC
 from typing import Any
 
 import orjson
 from django.conf import settings
+from django.urls import get_script_prefix
 from rest_framework import serializers
 
+from api.renderers import RawJSON
 from kernelindex.gpus import architecture_for
 from runs import ranking
 from runs.models import SUMMARIES, Benchmark, ComparisonGroup, Project, Run
@@ -29,14 +32,6 @@ def spec_object(run: Run, *path: str) -> dict[str, Any]:
     for step in path:
         value = value.get(step) if isinstance(value, dict) else None
     return value if isinstance(value, dict) else {}
-
-
-def _summary(run: Run, name: str) -> Any:
-    """The object ``SUMMARIES[name]`` of the run's document: the text the database read
-    (``Run.objects.with_summaries``) when the row has it, else from the whole document."""
-    if name in run.__dict__:
-        return run.__dict__[name]
-    return spec_object(run, *SUMMARIES[name])
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -64,8 +59,8 @@ def _optional(value: Any, kind: type) -> Any:
     return None if value is None else kind(value)
 
 
-# The columns run_item reads (with the summaries of Run.objects.with_summaries()): a list reads
-# only these. Every other column costs a conversion, for dates a parse, on every row.
+# The columns run_item reads: a list reads only these. Every other column costs a conversion, for
+# dates a parse, on every row.
 RUN_ITEM_COLUMNS = (
     *("public_id", "digest", "external_id", "title", "rank", "source_rank", "is_reference", "status"),
     *("evidence_level", "quarantined", "submitter", "primary_statistic", "latency_ns", "observed_at"),
@@ -76,20 +71,18 @@ RUN_ITEM_COLUMNS = (
 )
 
 
-# What a list reads per run (``QuerySet.values``): the columns and the summaries' JSON text.
-RUN_ITEM_VALUES = (*RUN_ITEM_COLUMNS, *SUMMARIES)
+# What a list reads per run (``QuerySet.values``).
+RUN_ITEM_VALUES = (*RUN_ITEM_COLUMNS, *SUMMARIES)  # the summaries: JSON text of two objects
 
 
 def _row(run: Run) -> dict[str, Any]:
     """The values of ``RUN_ITEM_VALUES`` from a Run and its joined rows (one run's detail)."""
     row: dict[str, Any] = {}
-    for column in RUN_ITEM_COLUMNS:
+    for column in RUN_ITEM_VALUES:
         value: Any = run
         for step in column.split("__"):
             value = None if value is None else getattr(value, step)
         row[column] = value
-    for name in SUMMARIES:
-        row[name] = _summary(run, name)
     return row
 
 
@@ -97,12 +90,32 @@ def run_item(run: Run | dict[str, Any]) -> dict[str, Any]:
     """RunSerializer's item for one run: the declared fields, in their order, with DRF's own
     representations (str, int, float, bool, ISO 8601 with "Z"). ``run`` is a Run with its joined
     rows, or a row of ``RUN_ITEM_VALUES`` (what a list reads: no model instances)."""
-    row = run if isinstance(run, dict) else _row(run)
+    return _item(run if isinstance(run, dict) else _row(run), _object, settings.SITE_URL + get_script_prefix())
+
+
+def run_items(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``run_item`` of each row of ``RUN_ITEM_VALUES``, for a response of the API's renderer: the
+    summaries go in as the JSON text the database holds (``RawJSON``), not decoded only to be
+    encoded again, spelled as the API spells them (``runs.models.summaries_of``)."""
+    base = settings.SITE_URL + get_script_prefix()  # read once: both are lookups in a proxy
+    return [_item(row, _raw, base) for row in rows]
+
+
+def _raw(value: Any) -> Any:
+    """A summary for the renderer: the JSON text of an object as it is, {} for anything else."""
+    if isinstance(value, str):
+        return RawJSON(value) if value.startswith("{") else {}
+    return value if isinstance(value, dict) else {}
+
+
+def _item(row: dict[str, Any], summary: Callable[[Any], Any], base: str) -> dict[str, Any]:
+    """The item of a row; ``base``: what goes before a page's path segments in a link
+    (SITE_URL and the script prefix)."""
     project_slug = row["implementation__project__slug"]
     source_slug, native_id = row["benchmark__source__slug"], row["benchmark__native_id"]
     return {
         "id": str(row["public_id"]),
-        "url": settings.SITE_URL + Run.path_of(row["public_id"]),
+        "url": Run.path_of(row["public_id"], base),
         "digest": str(row["digest"]),
         "externalId": str(row["external_id"]),
         "title": str(row["title"]),
@@ -111,7 +124,7 @@ def run_item(run: Run | dict[str, Any]) -> dict[str, Any]:
             "source": str(source_slug),
             "nativeId": str(native_id),
             "title": str(row["benchmark__title"]),
-            "url": settings.SITE_URL + Benchmark.path_of(source_slug, native_id),
+            "url": Benchmark.path_of(source_slug, native_id, base),
         },
         "comparisonKey": str(row["group__key"]),
         "rank": _optional(row["rank"], int),
@@ -126,7 +139,7 @@ def run_item(run: Run | dict[str, Any]) -> dict[str, Any]:
         else {
             "slug": str(project_slug),
             "name": str(row["implementation__project__name"]),
-            "url": settings.SITE_URL + Project.path_of(project_slug),
+            "url": Project.path_of(project_slug, base),
         },
         "hardware": {
             "product": str(row["environment__product"]),
@@ -143,8 +156,8 @@ def run_item(run: Run | dict[str, Any]) -> dict[str, Any]:
         "latencyNs": _optional(row["latency_ns"], float),
         "observedAt": _datetime(row["observed_at"]),
         "publishedAt": _datetime(row["published_at"]),
-        "timing": _object(row["timing_json"]),
-        "metrics": _object(row["metrics_json"]),
+        "timing": summary(row["timing_json"]),
+        "metrics": summary(row["metrics_json"]),
     }
 
 

@@ -23,6 +23,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.exceptions import ApiError
+from kernelindex.prepared import Prepared
 
 
 @dataclass(frozen=True)
@@ -135,16 +136,11 @@ class KeysetPagination(BasePagination):
         keys = self._orderings(view)[ordering]
         limit = self._limit(request)
         cursor = self._cursor(request, ordering, keys)
-        annotations = {key.alias: key.expression for key in keys if key.expression is not None}
-        if annotations:
-            queryset = queryset.annotate(**annotations)
         reverse = bool(cursor and cursor[1])
-        # A backward page walks the ordering in reverse from the cursor and is flipped after.
-        order = [F(key.alias).asc() if key.descending == reverse else F(key.alias).desc() for key in keys]
-        queryset = queryset.order_by(*order)
-        if cursor is not None:
-            queryset = queryset.filter(self._after(keys, cursor[0], reverse))
-        rows = list(queryset[: limit + 1])
+        if cursor is None and getattr(queryset, "first_pages_prepared", False):
+            rows = self._first_page(queryset, view, ordering, keys, limit + 1)
+        else:
+            rows = list(self._ordered(queryset, keys, cursor)[: limit + 1])
         more = len(rows) > limit
         rows = rows[:limit]
         if reverse:
@@ -156,6 +152,36 @@ class KeysetPagination(BasePagination):
             if cursor is not None and (more or not reverse):
                 self.previous = self._url(request, self._make_cursor(ordering, keys, rows[0], True))
         return rows
+
+    @classmethod
+    def _ordered(cls, queryset: QuerySet, keys: list[Key], cursor: tuple[list[Any], bool] | None) -> QuerySet:
+        """``queryset`` with the keys annotated, in the ordering, from the cursor on."""
+        annotations = {key.alias: key.expression for key in keys if key.expression is not None}
+        if annotations:
+            queryset = queryset.annotate(**annotations)
+        reverse = bool(cursor and cursor[1])
+        # A backward page walks the ordering in reverse from the cursor and is flipped after.
+        order = [F(key.alias).asc() if key.descending == reverse else F(key.alias).desc() for key in keys]
+        queryset = queryset.order_by(*order)
+        if cursor is not None:
+            queryset = queryset.filter(cls._after(keys, cursor[0], reverse))
+        return queryset
+
+    # The first page of a view's unfiltered values() list, by (view, ordering): the names of
+    # its row's values and the query, compiled once (kernelindex.prepared) with LIMIT a parameter.
+    _first_pages: dict[tuple[type, str], tuple[tuple[str, ...], Prepared]] = {}
+
+    def _first_page(self, queryset: QuerySet, view: Any, ordering: str, keys: list[Key], stop: int) -> list[Any]:
+        """Rows ``[:stop]`` of ``queryset``, a view's whole list (``first_pages_prepared``: its
+        values() rows, unfiltered), without a cursor. Compiling the list's query was a fifth of
+        the time of its most asked page."""
+        entry = self._first_pages.get((type(view), ordering))
+        if entry is None:
+            names = (*queryset._fields, *(key.alias for key in keys if key.expression is not None))
+            ordered = self._ordered(queryset, keys, None).values_list(*names)
+            entry = self._first_pages[type(view), ordering] = (names, Prepared(lambda: ordered))
+        names, prepared = entry
+        return [dict(zip(names, row, strict=True)) for row in prepared.slice(0, stop)]
 
     @staticmethod
     def _after(keys: list[Key], values: list[Any], reverse: bool) -> Q:

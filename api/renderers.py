@@ -18,20 +18,58 @@ import orjson
 from rest_framework import renderers
 from rest_framework.utils.encoders import JSONEncoder
 
+
+class RawJSON:
+    """JSON text that goes into a response as it is (orjson.Fragment): an object the database
+    holds as text (runs.models.SUMMARIES), which decoding and encoding again would only spell
+    the same. ``text`` must be valid JSON; DRF's own encoder, where it renders, decodes it."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RawJSON) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"RawJSON({self.text!r})"
+
+
+class Encoder(JSONEncoder):
+    """DRF's JSON encoder, which also writes RawJSON (by its value)."""
+
+    def default(self, obj: Any) -> Any:
+        if isinstance(obj, RawJSON):
+            return orjson.loads(obj.text)
+        return super().default(obj)
+
+
 # Dates go through DRF's encoder (its "Z" for UTC); orjson writes the other types it knows
 # (str and int subclasses, UUID, Enum) as json.dumps does.
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-_DEFAULT = JSONEncoder().default
+_ENCODER_DEFAULT = Encoder().default
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, RawJSON):
+        return orjson.Fragment(obj.text)
+    return _ENCODER_DEFAULT(obj)
 
 
 class JSONRenderer(renderers.JSONRenderer):
+    encoder_class = Encoder
+
     def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
         if data is None or self.ensure_ascii or not self.compact:
             return super().render(data, accepted_media_type, renderer_context)
         if self.get_indent(accepted_media_type, renderer_context or {}) is not None:
             return super().render(data, accepted_media_type, renderer_context)
         try:
-            text = orjson.dumps(data, default=_DEFAULT, option=_OPTIONS)
+            text = orjson.dumps(data, default=_default, option=_OPTIONS)
         except orjson.JSONEncodeError:
             return super().render(data, accepted_media_type, renderer_context)
         # As DRF does: JSON that is also a strict subset of JavaScript.

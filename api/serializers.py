@@ -14,7 +14,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from api.items import group_item, permalink, run_item, spec_object
+from api.items import group_item, permalink, run_item, run_items, spec_object
 from api.models import RerunTarget
 from attestations.forms import STATISTICS
 from attestations.models import UNIT_NS, AttestationKind, ReportCategory
@@ -80,8 +80,19 @@ class HarnessSerializer(serializers.Serializer):
     protocolDigest = serializers.CharField(source="digest")
 
 
+class RunListSerializer(serializers.ListSerializer):
+    def to_representation(self, data: Any) -> list[dict[str, Any]]:
+        rows = list(data)
+        if all(isinstance(row, dict) for row in rows):  # a list's values() rows (api.views)
+            return run_items(rows)
+        return super().to_representation(rows)
+
+
 class RunSerializer(serializers.Serializer):
     """One run, as lists and rankings show it."""
+
+    class Meta:
+        list_serializer_class = RunListSerializer
 
     id = serializers.CharField(source="public_id", help_text="The run's public id (its permalink).")
     url = PermalinkField(help_text="The run's permanent page.")

@@ -23,7 +23,7 @@ from kernelindex.pagecache import bump_data_version
 from runs import counts, ranking
 from runs.identity import identity_text, public_id_candidates
 from runs.manifests import ManifestError, VerifiedBundle
-from runs.models import ELIGIBLE, EvidenceLevel, Run, RunRevision, Visibility
+from runs.models import ELIGIBLE, SUMMARIES, EvidenceLevel, Run, RunRevision, Visibility
 
 
 @dataclass
@@ -40,6 +40,7 @@ class ImportResult:
 _UPDATABLE = (
     "digest",
     "document",
+    *SUMMARIES,
     "name",
     "title",
     "labels",
@@ -171,6 +172,8 @@ def _import_batch(session: ImportSession, bundles: list[VerifiedBundle], result:
         fields["revision"] = run.revision
         changes = {}
         for name, value in fields.items():
+            if name in SUMMARIES:  # parts of the document: a change to them is one to it
+                continue
             attname = (
                 name + "_id"
                 if name in {"source", "benchmark", "group", "protocol", "environment", "workload", "implementation"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from django.utils import timezone
 
 from ingest.lookups import Lookups
@@ -27,7 +28,7 @@ from runs.manifests import (
     check_provenance_url,
     parse_timestamp,
 )
-from runs.models import Environment, Implementation, Protocol, RunStatus, Visibility, Workload
+from runs.models import Environment, Implementation, Protocol, RunStatus, Visibility, Workload, summaries_of
 
 _STATUS_MAP = {
     "passed": RunStatus.PASSED,
@@ -190,9 +191,12 @@ class ImportSession(Lookups):
         if isinstance(source_rank, int) and not isinstance(source_rank, bool) and not INT_MIN <= source_rank <= INT_MAX:
             raise ManifestError(f"{origin}: {A_SOURCE_RANK} must be an integer from {INT_MIN} to {INT_MAX}")
         moderation = moderation_from_annotations(annotations, origin) if self.trust_annotations else {}
+        document = bundle.texts.get("run") or canonical.dumps_str(bundle.run)
         return {
             "digest": bundle.digests["run"],
-            "document": bundle.texts.get("run") or canonical.dumps_str(bundle.run),
+            "document": document,
+            # From the canonical text, as a list has always shown them (1.0 is 1 there).
+            **summaries_of(orjson.loads(document).get("spec")),
             "name": str(metadata.get("name", ""))[:200],
             "title": str(metadata.get("title", ""))[:500],
             "labels": metadata.get("labels", {}),

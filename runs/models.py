@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
+import orjson
 from django.conf import settings
 from django.db import models
 from django.db.models import Q, Value
@@ -87,9 +88,9 @@ class Source(LoadedQuickly, models.Model):
         return self.path_of(self.slug)
 
     @staticmethod
-    def path_of(slug: str) -> str:
+    def path_of(slug: str, prefix: str | None = None) -> str:
         """The page of the source ``slug``, without the object (a list's ``values()`` row)."""
-        return links.page_path("sources", slug)
+        return links.page_path("sources", slug, prefix=prefix)
 
 
 class BenchmarkQuerySet(models.QuerySet):
@@ -145,13 +146,13 @@ class Benchmark(LoadedQuickly, models.Model):
         return self.path_of(self.source.slug, self.native_id)
 
     @staticmethod
-    def path_of(source_slug: str, native_id: str) -> str:
+    def path_of(source_slug: str, native_id: str, prefix: str | None = None) -> str:
         """The page of the benchmark ``native_id`` of the source ``source_slug``. A native id
         stored before ids were checked may not be a safe path (``../..``): such a benchmark links
         to its source rather than to wherever the dots would lead."""
         if links.native_id_problem(native_id) is not None:
-            return Source.path_of(source_slug)
-        return links.page_path("benchmarks", source_slug, native_id)
+            return Source.path_of(source_slug, prefix)
+        return links.page_path("benchmarks", source_slug, native_id, prefix=prefix)
 
 
 class Workload(DocumentMixin):
@@ -211,9 +212,9 @@ class Project(LoadedQuickly, models.Model):
         return self.path_of(self.slug)
 
     @staticmethod
-    def path_of(slug: str) -> str:
+    def path_of(slug: str, prefix: str | None = None) -> str:
         """The page of the project ``slug``, without the object (a list's ``values()`` row)."""
-        return links.page_path("projects", slug)
+        return links.page_path("projects", slug, prefix=prefix)
 
 
 class Implementation(DocumentMixin):
@@ -358,7 +359,7 @@ ELIGIBLE = Q(status=RunStatus.PASSED, visibility=Visibility.PUBLISHED, quarantin
 
 # What for_listing leaves in the database (the run page asks for everything: runs.selectors.run_get).
 # A list row needs none of the run's own document (the API's items read two small objects of it,
-# RunQuerySet.with_summaries): decoding 50 of them was a fifth of an API page.
+# kept in columns of their own: SUMMARIES): decoding 50 of them was a fifth of an API page.
 LISTING_DEFERRED = (
     "document",
     "identity",  # the source's identity as canonical JSON, a few hundred bytes a row
@@ -373,35 +374,26 @@ LISTING_DEFERRED = (
 )
 
 
-class DocumentObject(models.Func):
-    """The JSON text at ``path`` inside a column that holds a JSON document, read by the
-    database (NULL where there is nothing): ``spec.timing`` of 50 runs without decoding 50 whole
-    documents in Python."""
-
-    output_field = models.TextField()
-
-    def __init__(self, column: str, *path: str) -> None:
-        super().__init__(models.F(column))
-        self.path = path
-
-    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
-        sql, params = compiler.compile(self.source_expressions[0])
-        return f"({sql} -> %s)", [*params, "$." + ".".join(self.path)]  # "->" gives JSON text
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
-        sql, params = compiler.compile(self.source_expressions[0])
-        return f"(({sql})::json #> %s)::text", [*params, "{" + ",".join(self.path) + "}"]
-
-
-# The objects of a run's spec that an API item carries (api.items.run_item), by name.
+# The objects of a run's spec that an API item carries (api.items.run_item), by the column that
+# keeps each as JSON text, written with the document (ingest.session): a list reads two small
+# texts a row. Having the database take them out of each whole document was a third of the CPU
+# of the API's list of runs.
 SUMMARIES = {"timing_json": ("timing",), "metrics_json": ("sourceNative", "metrics")}
 
 
-class RunQuerySet(models.QuerySet):
-    def with_summaries(self) -> RunQuerySet:
-        """Annotate the JSON text of ``SUMMARIES`` (for rows whose document is deferred)."""
-        return self.annotate(**{name: DocumentObject("document", "spec", *path) for name, path in SUMMARIES.items()})
+def summaries_of(spec: Any) -> dict[str, str | None]:
+    """The ``SUMMARIES`` columns of a run whose document has this spec: each object as JSON
+    (orjson's spelling, keys sorted, as the API writes it), None where it is not an object."""
+    columns: dict[str, str | None] = {}
+    for name, path in SUMMARIES.items():
+        value = spec
+        for step in path:
+            value = value.get(step) if isinstance(value, dict) else None
+        columns[name] = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode() if isinstance(value, dict) else None
+    return columns
 
+
+class RunQuerySet(models.QuerySet):
     def visible(self) -> RunQuerySet:
         """Runs whose pages show their content (not tombstones)."""
         return self.filter(visibility=Visibility.PUBLISHED)
@@ -438,6 +430,9 @@ class Run(LoadedQuickly, models.Model):
     name = models.CharField(max_length=200, blank=True)
     title = models.CharField(max_length=500, blank=True)
     labels = models.JSONField(default=dict, blank=True)
+    # SUMMARIES: spec.timing and spec.sourceNative.metrics of the document, as JSON text.
+    timing_json = models.TextField(null=True, blank=True, editable=False)
+    metrics_json = models.TextField(null=True, blank=True, editable=False)
 
     source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="runs")
     # No index of their own: the composite indexes below lead with them.
@@ -537,9 +532,10 @@ class Run(LoadedQuickly, models.Model):
         return self.path_of(self.public_id)
 
     @staticmethod
-    def path_of(public_id: str) -> str:
-        """The page of the run ``public_id``, without the object (a list's ``values()`` row)."""
-        return links.page_path("runs", public_id)
+    def path_of(public_id: str, prefix: str | None = None) -> str:
+        """The page of the run ``public_id``, without the object (a list's ``values()`` row);
+        ``prefix``: the script prefix, when the caller has read it (``links.page_path``)."""
+        return links.page_path("runs", public_id, prefix=prefix)
 
     # The run page links its twin, comparison and citation several times each; reverse() was
     # about 0.1 ms a link (tests/runs/test_paths.py pins these to reverse()).

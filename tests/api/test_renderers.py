@@ -12,10 +12,18 @@ import pytest
 from django.utils.functional import lazy
 from rest_framework import renderers as drf
 
-from api.renderers import JSONRenderer
+from api.renderers import Encoder, JSONRenderer, RawJSON
 from runs.models import RunStatus
 
 ours, theirs = JSONRenderer(), drf.JSONRenderer()
+
+
+class Theirs(drf.JSONRenderer):
+    """DRF's renderer with an encoder that also knows our RawJSON (a list's stored objects)."""
+
+    encoder_class = Encoder
+
+
 BERLIN = dt.timezone(dt.timedelta(hours=2))
 
 
@@ -101,4 +109,17 @@ def test_every_api_page_of_the_shipped_data_reads_the_same(client: Any, shipped_
     for path in paths:
         response = client.get(path)
         assert response.status_code == 200, path
-        assert json.loads(response.content) == json.loads(theirs.render(response.data)), path
+        assert json.loads(response.content) == json.loads(Theirs().render(response.data)), path
+
+
+def test_raw_json_goes_in_as_it_is_and_through_drf_by_its_value() -> None:
+    """A list's stored objects (api.items.run_items) reach the response as their text; where
+    DRF renders (an indent, a key orjson refuses), its encoder writes their values."""
+    data = {"timing": RawJSON('{"latencyNs":{"mean":18580},"primaryStatistic":"mean"}'), "rank": 1}
+    assert ours.render(data) == b'{"timing":{"latencyNs":{"mean":18580},"primaryStatistic":"mean"},"rank":1}'
+    indented = ours.render(data, "application/json; indent=2")
+    assert json.loads(indented) == {"timing": {"latencyNs": {"mean": 18580}, "primaryStatistic": "mean"}, "rank": 1}
+    assert b'\n  "timing"' in indented
+    assert json.loads(ours.render({**data, 1: "int key"}))["timing"]["primaryStatistic"] == "mean"
+    with pytest.raises(TypeError):
+        theirs.render(data)  # DRF's stock encoder does not know it: only ours renders lists

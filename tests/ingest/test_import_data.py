@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from django.core.management import call_command
 from django.db import transaction
@@ -298,6 +299,22 @@ def test_a_changed_row_becomes_a_revision_not_a_duplicate(db: Any, tmp_path: Pat
     revision = RunRevision.objects.get(run=run, number=2)
     assert revision.changes["sol_score"][1] == 0.3991 and revision.previous_digest
     assert RunRevision.objects.get(run=run, number=1).digest == revision.previous_digest
+    # The objects lists read from their own columns follow the new document (and are no change
+    # of their own: the document's is the one the revision records).
+    assert json.loads(run.metrics_json)["sol_score"] == 0.3991 == run.spec["sourceNative"]["metrics"]["sol_score"]
+    assert "metrics_json" not in revision.changes and "timing_json" not in revision.changes
+
+
+def test_every_run_keeps_its_specs_timing_and_metrics_as_the_api_spells_them(imported_data: None) -> None:
+    """runs.models.SUMMARIES, written with the document: the API's lists put this text into
+    their items as it is, so it is the canonical document's objects in orjson's spelling."""
+    runs = list(Run.objects.all())
+    assert len(runs) > 250
+    for run in runs:
+        assert run.timing_json == orjson.dumps(run.spec["timing"], option=orjson.OPT_SORT_KEYS).decode(), run.public_id
+        metrics = run.spec["sourceNative"].get("metrics")
+        expected = orjson.dumps(metrics, option=orjson.OPT_SORT_KEYS).decode() if isinstance(metrics, dict) else None
+        assert run.metrics_json == expected, run.public_id
 
 
 def test_dry_run_writes_nothing(db: Any) -> None:
