@@ -18,13 +18,19 @@ from typing import Any
 
 from django import template
 from django.template.defaultfilters import capfirst, truncatechars
+from django.urls import get_script_prefix
 from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 
+from runs.models import EvidenceLevel, Project, Run, RunStatus
 from web.templatetags.kiformat import MISSING, isodate, latency, plain, ratio, score, submitter
 from web.templatetags.ranks import rank_of
 
 register = template.Library()
+
+# get_<field>_display() without its per-call dictionary of hashable choices.
+_EVIDENCE_LABELS = {value: str(label) for value, label in EvidenceLevel.choices}
+_STATUS_LABELS = {value: str(label) for value, label in RunStatus.choices}
 
 _ROW = (
     '<tr><th scope="row" class="id"><a href="{url}">{public_id}</a></th>'
@@ -39,7 +45,7 @@ _ROW = (
 )
 
 
-def _row(run: Any, gpu: str) -> str:
+def _row(run: Any, gpu: str, prefix: str) -> str:
     group = run.group
     if gpu == "group":  # the comparison group's normalised GPU and harness
         product, harness = group.hardware_product, group.harness_label
@@ -47,7 +53,7 @@ def _row(run: Any, gpu: str) -> str:
         product, harness = run.environment.product, run.protocol.harness_label
     benchmark = run.benchmark
     return _ROW.format(
-        url=escape(run.get_absolute_url()),
+        url=escape(Run.path_of(run.public_id, prefix)),
         public_id=escape(run.public_id),
         latency=escape(latency(run.latency_ns)),
         statistic=escape(str(run.primary_statistic)),
@@ -61,7 +67,7 @@ def _row(run: Any, gpu: str) -> str:
         score=escape(score(run.sol_score)),
         observed=escape(isodate(run.observed_at)),
         evidence=escape(str(run.evidence_level)),
-        evidence_label=escape(str(run.get_evidence_level_display())),
+        evidence_label=escape(_EVIDENCE_LABELS.get(run.evidence_level, run.evidence_level)),
     )
 
 
@@ -70,7 +76,8 @@ def run_rows(runs: Iterable[Any], gpu: str = "group", empty: str = "No runs.") -
     """The ``<tr>`` of each run (link, latency, rank, benchmark, submitter, GPU · harness, SOL,
     observed, evidence), or one row saying ``empty``. ``gpu``: "group" names the comparison
     group's GPU and harness, "run" the run's own environment and protocol."""
-    rows = [_row(run, gpu) for run in runs]
+    prefix = get_script_prefix()
+    rows = [_row(run, gpu, prefix) for run in runs]
     if not rows:
         return mark_safe(f'<tr><td colspan="9">{escape(empty)}</td></tr>')
     return mark_safe("\n  ".join(rows))
@@ -81,8 +88,8 @@ def _text(value: Any) -> str:
     return escape(str(value))
 
 
-def _ranking_row(run: Any, cols: dict[str, bool]) -> str:
-    url = escape(run.get_absolute_url())
+def _ranking_row(run: Any, cols: dict[str, bool], prefix: str) -> str:
+    url = escape(Run.path_of(run.public_id, prefix))
     if run.is_reference:
         css = "reference"
     elif not run.eligible or not run.rank:
@@ -97,7 +104,7 @@ def _ranking_row(run: Any, cols: dict[str, bool]) -> str:
         if run.quarantined:
             why = " (quarantined)"
         elif run.status != "passed":
-            why = f" ({_text(run.get_status_display())})"
+            why = f" ({_text(_STATUS_LABELS.get(run.status, run.status))})"
         elif run.eligible:
             why = " (not their best)"
         else:
@@ -129,13 +136,13 @@ def _ranking_row(run: Any, cols: dict[str, bool]) -> str:
     implementation = run.implementation
     project = implementation.project if implementation is not None else None
     if project:
-        cells.append(f'<td><a href="{escape(project.get_absolute_url())}">{_text(project.name)}</a></td>')
+        cells.append(f'<td><a href="{escape(Project.path_of(project.slug, prefix))}">{_text(project.name)}</a></td>')
     else:
         cells.append(f"<td>{MISSING}</td>")
     cells.append(f'<td class="date">{escape(isodate(run.observed_at))}</td>')
     cells.append(
         f'<td><span class="badge evidence-{_text(run.evidence_level)}">'
-        f"{_text(run.get_evidence_level_display())}</span></td></tr>"
+        f"{_text(_EVIDENCE_LABELS.get(run.evidence_level, run.evidence_level))}</span></td></tr>"
     )
     return "".join(cells)
 
@@ -146,7 +153,8 @@ def ranking_rows(runs: Iterable[Any], cols: dict[str, bool]) -> SafeString:
     the run and its flag, SOL, latency, × reference and cases faster where ``cols`` says the page
     has them (``web.figures.run_columns``), submitter with the moderators' flags, project,
     observed, evidence."""
-    rows = [_ranking_row(run, cols) for run in runs]
+    prefix = get_script_prefix()  # once: each row links its run and project
+    rows = [_ranking_row(run, cols, prefix) for run in runs]
     if not rows:
         return mark_safe('<tr><td colspan="10">No runs in this group yet.</td></tr>')
     return mark_safe("\n  ".join(rows))
