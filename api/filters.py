@@ -17,6 +17,7 @@ from django.core.validators import ProhibitNullCharactersValidator
 from django.db.models import Q, QuerySet
 from django.http import QueryDict
 from django_filters.constants import EMPTY_VALUES
+from django_filters.rest_framework import DjangoFilterBackend
 
 from attestations.models import Attestation, AttestationKind
 from kernelindex.gpus import normalise_product
@@ -139,6 +140,18 @@ class ApiFilterSet(django_filters.FilterSet):
         if any("\x00" in str(value) for value in self.form.cleaned_data.values() if isinstance(value, str)):
             return queryset.none()
         return super().filter_queryset(queryset)
+
+
+class FilterBackend(DjangoFilterBackend):
+    """django-filter's backend, which leaves a list alone when no parameter names one of its
+    filters: the filterset's form would only find each one absent, and building and validating
+    it was a tenth of the time of an unfiltered list."""
+
+    def filter_queryset(self, request: Any, queryset: QuerySet, view: Any) -> QuerySet:
+        filterset_class = self.get_filterset_class(view, queryset)
+        if filterset_class is not None and request.query_params.keys().isdisjoint(filterset_class.base_filters):
+            return queryset
+        return super().filter_queryset(request, queryset, view)
 
 
 def _benchmark_q(prefix: str, value: str) -> Q:

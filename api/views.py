@@ -14,7 +14,6 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Count, F, IntegerField, OuterRef, Prefetch, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import Http404, HttpResponseBase
-from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -90,18 +89,6 @@ class ApiMixin(VersionedMixin):
     throttle_classes = [AnonThrottle, TokenThrottle]
     content_negotiation_class = JsonOnlyNegotiation
     metadata_class = None  # OPTIONS answers 405 (CORS preflights are answered by the middleware)
-
-    def filter_queryset(self, queryset: QuerySet) -> QuerySet:
-        filterset_class = getattr(self, "filterset_class", None)
-        if (
-            filterset_class is not None
-            and self.filter_backends == [DjangoFilterBackend]
-            and self.request.query_params.keys().isdisjoint(filterset_class.base_filters)
-        ):
-            # No filter given a value: the filterset's form would find each one absent, and
-            # building and validating it was a tenth of an unfiltered list's time.
-            return queryset
-        return super().filter_queryset(queryset)  # type: ignore[misc]
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         # No stored id, key or digest contains NUL (PostgreSQL text cannot even hold one), so
@@ -201,7 +188,7 @@ def _run_rows() -> QuerySet[Run]:
 )
 class RunViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = serializers.RunSerializer
-    filter_backends = [DjangoFilterBackend]
+    filter_backends = [filters.FilterBackend]
     filterset_class = filters.RunFilter
     lookup_field = "public_id"
     lookup_url_kwarg = "id"
@@ -276,7 +263,7 @@ class RunViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
 )
 class GroupViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = serializers.GroupListSerializer
-    filter_backends = [DjangoFilterBackend]
+    filter_backends = [filters.FilterBackend]
     filterset_class = filters.GroupFilter
     lookup_field = "key"
     lookup_value_regex = "[^/]+"
@@ -311,7 +298,7 @@ class GroupViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
 @extend_schema_view(list=extend_schema(summary="Benchmarks", description="Benchmarks with their comparison groups."))
 class BenchmarkViewSet(ApiMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = serializers.BenchmarkSerializer
-    filter_backends = [DjangoFilterBackend]
+    filter_backends = [filters.FilterBackend]
     filterset_class = filters.BenchmarkFilter
     orderings = {
         "nativeId": [Key("k_source", F("source__slug"), False, "str"), Key("native_id", None, False, "str")],
@@ -356,7 +343,7 @@ class DocumentViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
 
     lookup_field = "digest"
     lookup_value_regex = "[^/]+"
-    filter_backends = [DjangoFilterBackend]
+    filter_backends = [filters.FilterBackend]
     orderings = {
         "name": [Key("name", None, False, "str"), Key("digest", None, False, "str")],
         "-createdAt": [Key("created_at", None, True, "datetime"), Key("digest", None, False, "str")],
@@ -421,7 +408,7 @@ class ImplementationViewSet(DocumentViewSet):
 )
 class AttestationViewSet(ApiMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = serializers.AttestationSerializer
-    filter_backends = [DjangoFilterBackend]
+    filter_backends = [filters.FilterBackend]
     filterset_class = filters.AttestationFilter
     orderings = {"-createdAt": [Key("created_at", None, True, "datetime"), Key("id", None, True, "int")]}
     default_ordering = "-createdAt"
