@@ -357,6 +357,10 @@ def newest_first() -> list[Any]:
 ELIGIBLE = Q(status=RunStatus.PASSED, visibility=Visibility.PUBLISHED, quarantined=False, is_reference=False)
 
 
+# A source's own page's columns (its description and counts).
+_SOURCE_OWN = ("url", "description", "published_runs", "benchmark_count", "submitter_count", "gpu_count")
+_SOURCE_OWN += ("last_observed_at",)
+
 # What for_listing leaves in the database (the run page asks for everything: runs.selectors.run_get).
 # A list row needs none of the run's own document (the API's items read two small objects of it,
 # kept in columns of their own: SUMMARIES): decoding 50 of them was a fifth of an API page.
@@ -371,6 +375,18 @@ LISTING_DEFERRED = (
     "protocol__document",
     "environment__document",
     "implementation__document",
+    # What only the run's own page (runs.selectors.run_get) and the objects' pages show: their
+    # counts, dates and long texts. On SQLite every column of a query costs each execution a
+    # description entry and every date column each row a parse: a list of 25 rows read 126
+    # columns, 18 of them dates.
+    *("status_detail", "provenance_url", "retrieved_at", "data_quality_note", "public_reason", "updated_at"),
+    *(f"{source}__{name}" for source in ("source", "benchmark__source") for name in _SOURCE_OWN),
+    *("benchmark__tags", "benchmark__hf_model_id", "benchmark__published_runs", "benchmark__submitter_count"),
+    *("benchmark__last_observed_at", "benchmark__created_at", "benchmark__updated_at"),
+    *("group__published_runs", "group__last_observed_at", "group__created_at"),
+    *("protocol__created_at", "environment__created_at", "environment__published_runs", "implementation__created_at"),
+    *(f"implementation__project__{name}" for name in ("published_runs", "benchmark_count", "revision_count")),
+    "implementation__project__last_observed_at",
 )
 
 
