@@ -19,7 +19,8 @@ from rest_framework import serializers
 from api.renderers import RawJSON
 from kernelindex.gpus import architecture_for
 from runs import ranking
-from runs.models import SUMMARIES, Benchmark, ComparisonGroup, Project, Run
+from runs.models import Benchmark, ComparisonGroup, Project, Run
+from runs.summaries import SUMMARIES
 
 
 def permalink(obj: Any) -> str:
@@ -96,7 +97,7 @@ def run_item(run: Run | dict[str, Any]) -> dict[str, Any]:
 def run_items(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``run_item`` of each row of ``RUN_ITEM_VALUES``, for a response of the API's renderer: the
     summaries go in as the JSON text the database holds (``RawJSON``), not decoded only to be
-    encoded again, spelled as the API spells them (``runs.models.summaries_of``)."""
+    encoded again, spelled as the API spells them (``runs.summaries.summaries_of``)."""
     base = settings.SITE_URL + get_script_prefix()  # read once: both are lookups in a proxy
     return [_item(row, _raw, base) for row in rows]
 

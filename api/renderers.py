@@ -21,7 +21,7 @@ from rest_framework.utils.encoders import JSONEncoder
 
 class RawJSON:
     """JSON text that goes into a response as it is (orjson.Fragment): an object the database
-    holds as text (runs.models.SUMMARIES), which decoding and encoding again would only spell
+    holds as text (runs.summaries), which decoding and encoding again would only spell
     the same. ``text`` must be valid JSON; DRF's own encoder, where it renders, decodes it."""
 
     __slots__ = ("text",)

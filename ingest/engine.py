@@ -23,7 +23,8 @@ from kernelindex.pagecache import bump_data_version
 from runs import counts, ranking
 from runs.identity import identity_text, public_id_candidates
 from runs.manifests import ManifestError, VerifiedBundle
-from runs.models import ELIGIBLE, SUMMARIES, EvidenceLevel, Run, RunRevision, Visibility
+from runs.models import ELIGIBLE, EvidenceLevel, Run, RunRevision, Visibility
+from runs.summaries import SUMMARIES
 
 
 @dataclass

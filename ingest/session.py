@@ -28,7 +28,8 @@ from runs.manifests import (
     check_provenance_url,
     parse_timestamp,
 )
-from runs.models import Environment, Implementation, Protocol, RunStatus, Visibility, Workload, summaries_of
+from runs.models import Environment, Implementation, Protocol, RunStatus, Visibility, Workload
+from runs.summaries import summaries_of
 
 _STATUS_MAP = {
     "passed": RunStatus.PASSED,

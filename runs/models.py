@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
-import orjson
 from django.conf import settings
 from django.db import models
 from django.db.models import Q, Value
@@ -358,12 +357,19 @@ ELIGIBLE = Q(status=RunStatus.PASSED, visibility=Visibility.PUBLISHED, quarantin
 
 
 # A source's own page's columns (its description and counts).
-_SOURCE_OWN = ("url", "description", "published_runs", "benchmark_count", "submitter_count", "gpu_count")
-_SOURCE_OWN += ("last_observed_at",)
+_SOURCE_OWN = (
+    "url",
+    "description",
+    "published_runs",
+    "benchmark_count",
+    "submitter_count",
+    "gpu_count",
+    "last_observed_at",
+)
 
 # What for_listing leaves in the database (the run page asks for everything: runs.selectors.run_get).
 # A list row needs none of the run's own document (the API's items read two small objects of it,
-# kept in columns of their own: SUMMARIES): decoding 50 of them was a fifth of an API page.
+# kept in columns of their own: runs.summaries): decoding 50 of them was a fifth of an API page.
 LISTING_DEFERRED = (
     "document",
     "identity",  # the source's identity as canonical JSON, a few hundred bytes a row
@@ -376,9 +382,8 @@ LISTING_DEFERRED = (
     "environment__document",
     "implementation__document",
     # What only the run's own page (runs.selectors.run_get) and the objects' pages show: their
-    # counts, dates and long texts. On SQLite every column of a query costs each execution a
-    # description entry and every date column each row a parse: a list of 25 rows read 126
-    # columns, 18 of them dates.
+    # counts, dates and long texts. A list read 126 columns a row, 18 of them dates, which
+    # SQLite's backend parses one by one.
     *("status_detail", "provenance_url", "retrieved_at", "data_quality_note", "public_reason", "updated_at"),
     *(f"{source}__{name}" for source in ("source", "benchmark__source") for name in _SOURCE_OWN),
     *("benchmark__tags", "benchmark__hf_model_id", "benchmark__published_runs", "benchmark__submitter_count"),
@@ -388,25 +393,6 @@ LISTING_DEFERRED = (
     *(f"implementation__project__{name}" for name in ("published_runs", "benchmark_count", "revision_count")),
     "implementation__project__last_observed_at",
 )
-
-
-# The objects of a run's spec that an API item carries (api.items.run_item), by the column that
-# keeps each as JSON text, written with the document (ingest.session): a list reads two small
-# texts a row. Having the database take them out of each whole document was a third of the CPU
-# of the API's list of runs.
-SUMMARIES = {"timing_json": ("timing",), "metrics_json": ("sourceNative", "metrics")}
-
-
-def summaries_of(spec: Any) -> dict[str, str | None]:
-    """The ``SUMMARIES`` columns of a run whose document has this spec: each object as JSON
-    (orjson's spelling, keys sorted, as the API writes it), None where it is not an object."""
-    columns: dict[str, str | None] = {}
-    for name, path in SUMMARIES.items():
-        value = spec
-        for step in path:
-            value = value.get(step) if isinstance(value, dict) else None
-        columns[name] = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode() if isinstance(value, dict) else None
-    return columns
 
 
 class RunQuerySet(models.QuerySet):
@@ -446,7 +432,7 @@ class Run(LoadedQuickly, models.Model):
     name = models.CharField(max_length=200, blank=True)
     title = models.CharField(max_length=500, blank=True)
     labels = models.JSONField(default=dict, blank=True)
-    # SUMMARIES: spec.timing and spec.sourceNative.metrics of the document, as JSON text.
+    # runs.summaries: spec.timing and spec.sourceNative.metrics of the document, as JSON text.
     timing_json = models.TextField(null=True, blank=True, editable=False)
     metrics_json = models.TextField(null=True, blank=True, editable=False)
 

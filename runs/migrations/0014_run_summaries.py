@@ -1,5 +1,5 @@
 """Run.timing_json and Run.metrics_json: two objects of the run's spec as JSON text, written with
-the document from now on (ingest.session, runs.models.summaries_of), so the API's list of runs
+the document from now on (ingest.session, runs.summaries), so the API's list of runs
 no longer has the database take them out of each whole document. Filled here from the stored
 documents: by the database itself on SQLite and PostgreSQL (a million runs in one statement),
 through Python elsewhere. The database's spelling of a number may differ from orjson's; the

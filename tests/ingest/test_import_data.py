@@ -306,7 +306,7 @@ def test_a_changed_row_becomes_a_revision_not_a_duplicate(db: Any, tmp_path: Pat
 
 
 def test_every_run_keeps_its_specs_timing_and_metrics_as_the_api_spells_them(imported_data: None) -> None:
-    """runs.models.SUMMARIES, written with the document: the API's lists put this text into
+    """runs.summaries.SUMMARIES, written with the document: the API's lists put this text into
     their items as it is, so it is the canonical document's objects in orjson's spelling."""
     runs = list(Run.objects.all())
     assert len(runs) > 250

@@ -1,4 +1,4 @@
-"""``Run.timing_json`` and ``Run.metrics_json`` (runs.models.SUMMARIES): the migration that added
+"""``Run.timing_json`` and ``Run.metrics_json`` (runs.summaries): the migration that added
 them fills them from the stored documents with the values an import writes."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
-from runs.models import Run, summaries_of
+from runs.models import Run
+from runs.summaries import summaries_of
 from tests.ingest.conftest import DATA_PATHS, import_paths
 
 pytestmark = pytest.mark.django_db
