@@ -145,6 +145,7 @@ SQLITE_OPTIONS = {
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["ENGINE"] = "kernelindex.sqlite3"  # Django's, placeholders rewritten once
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"].update(SQLITE_OPTIONS)
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
