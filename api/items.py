@@ -91,7 +91,7 @@ def run_item(run: Run | dict[str, Any]) -> dict[str, Any]:
     """RunSerializer's item for one run: the declared fields, in their order, with DRF's own
     representations (str, int, float, bool, ISO 8601 with "Z"). ``run`` is a Run with its joined
     rows, or a row of ``RUN_ITEM_VALUES`` (what a list reads: no model instances)."""
-    return _item(run if isinstance(run, dict) else _row(run), _object, settings.SITE_URL + get_script_prefix())
+    return _item(run if isinstance(run, dict) else _row(run), _object, settings.SITE_URL + get_script_prefix(), {})
 
 
 def run_items(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -99,7 +99,8 @@ def run_items(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     summaries go in as the JSON text the database holds (``RawJSON``), not decoded only to be
     encoded again, spelled as the API spells them (``runs.summaries.summaries_of``)."""
     base = settings.SITE_URL + get_script_prefix()  # read once: both are lookups in a proxy
-    return [_item(row, _raw, base) for row in rows]
+    urls: dict[tuple[str, ...], str] = {}  # a page's runs share a few benchmarks and projects
+    return [_item(row, _raw, base, urls) for row in rows]
 
 
 def _raw(value: Any) -> Any:
@@ -109,11 +110,19 @@ def _raw(value: Any) -> Any:
     return value if isinstance(value, dict) else {}
 
 
-def _item(row: dict[str, Any], summary: Callable[[Any], Any], base: str) -> dict[str, Any]:
+def _item(
+    row: dict[str, Any], summary: Callable[[Any], Any], base: str, urls: dict[tuple[str, ...], str]
+) -> dict[str, Any]:
     """The item of a row; ``base``: what goes before a page's path segments in a link
-    (SITE_URL and the script prefix)."""
+    (SITE_URL and the script prefix); ``urls``: the benchmarks' and projects' links so far."""
     project_slug = row["implementation__project__slug"]
     source_slug, native_id = row["benchmark__source__slug"], row["benchmark__native_id"]
+    benchmark_url = urls.get((source_slug, native_id))
+    if benchmark_url is None:
+        benchmark_url = urls[source_slug, native_id] = Benchmark.path_of(source_slug, native_id, base)
+    project_url = None if project_slug is None else urls.get((project_slug,))
+    if project_url is None and project_slug is not None:
+        project_url = urls[(project_slug,)] = Project.path_of(project_slug, base)
     return {
         "id": str(row["public_id"]),
         "url": Run.path_of(row["public_id"], base),
@@ -125,7 +134,7 @@ def _item(row: dict[str, Any], summary: Callable[[Any], Any], base: str) -> dict
             "source": str(source_slug),
             "nativeId": str(native_id),
             "title": str(row["benchmark__title"]),
-            "url": Benchmark.path_of(source_slug, native_id, base),
+            "url": benchmark_url,
         },
         "comparisonKey": str(row["group__key"]),
         "rank": _optional(row["rank"], int),
@@ -140,7 +149,7 @@ def _item(row: dict[str, Any], summary: Callable[[Any], Any], base: str) -> dict
         else {
             "slug": str(project_slug),
             "name": str(row["implementation__project__name"]),
-            "url": Project.path_of(project_slug, base),
+            "url": project_url,
         },
         "hardware": {
             "product": str(row["environment__product"]),
