@@ -117,12 +117,10 @@ def _item(
     (SITE_URL and the script prefix); ``urls``: the benchmarks' and projects' links so far."""
     project_slug = row["implementation__project__slug"]
     source_slug, native_id = row["benchmark__source__slug"], row["benchmark__native_id"]
-    benchmark_url = urls.get((source_slug, native_id))
-    if benchmark_url is None:
-        benchmark_url = urls[source_slug, native_id] = Benchmark.path_of(source_slug, native_id, base)
-    project_url = None if project_slug is None else urls.get((project_slug,))
-    if project_url is None and project_slug is not None:
-        project_url = urls[(project_slug,)] = Project.path_of(project_slug, base)
+    if (source_slug, native_id) not in urls:
+        urls[source_slug, native_id] = Benchmark.path_of(source_slug, native_id, base)
+    if project_slug is not None and (project_slug,) not in urls:
+        urls[(project_slug,)] = Project.path_of(project_slug, base)
     return {
         "id": str(row["public_id"]),
         "url": Run.path_of(row["public_id"], base),
@@ -134,7 +132,7 @@ def _item(
             "source": str(source_slug),
             "nativeId": str(native_id),
             "title": str(row["benchmark__title"]),
-            "url": benchmark_url,
+            "url": urls[source_slug, native_id],
         },
         "comparisonKey": str(row["group__key"]),
         "rank": _optional(row["rank"], int),
@@ -149,7 +147,7 @@ def _item(
         else {
             "slug": str(project_slug),
             "name": str(row["implementation__project__name"]),
-            "url": project_url,
+            "url": urls[(project_slug,)],
         },
         "hardware": {
             "product": str(row["environment__product"]),

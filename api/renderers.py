@@ -29,12 +29,6 @@ class RawJSON:
     def __init__(self, text: str) -> None:
         self.text = text
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, RawJSON) and other.text == self.text
-
-    def __hash__(self) -> int:
-        return hash(self.text)
-
     def __repr__(self) -> str:
         return f"RawJSON({self.text!r})"
 

@@ -31,6 +31,11 @@ def fill(apps, schema_editor):
         with connection.cursor() as cursor:
             cursor.execute(f"UPDATE runs_run SET {assignments}")
         return
+    fill_in_python(apps)
+
+
+def fill_in_python(apps):
+    """What fill() does on any other database, run by run."""
     Run = apps.get_model("runs", "Run")
     changed = []
     for run in Run.objects.only("pk", "document").iterator(chunk_size=2000):
@@ -41,6 +46,9 @@ def fill(apps, schema_editor):
                 value = value.get(step) if isinstance(value, dict) else None
             setattr(run, column, json.dumps(value, sort_keys=True) if isinstance(value, dict) else None)
         changed.append(run)
+        if len(changed) == 2000:  # a chunk at a time: a million runs never sit in memory at once
+            Run.objects.bulk_update(changed, list(_PATHS), batch_size=1000)
+            changed = []
     Run.objects.bulk_update(changed, list(_PATHS), batch_size=1000)
 
 
