@@ -26,15 +26,14 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
 from django.template import defaultfilters
-from django.template.loader import get_template, render_to_string
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.formats import localize
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timezone import template_localtime
-from jinja2 import ChainableUndefined, Environment, FileSystemLoader, pass_context
-from jinja2.runtime import Context
+from jinja2 import ChainableUndefined, Environment, FileSystemLoader
 
-from web.templatetags import kiformat, ranks, runrows
+from web.templatetags import controls, kiformat, ranks, runrows
 
 FOLDER = settings.BASE_DIR / "templates" / "jinja"
 # Django's filters the Jinja pages use, with Django's meaning ("default" replaces any false value).
@@ -51,14 +50,6 @@ def _finalize(value: Any) -> Any:
     if value.__class__ is not str:
         value = str(localize(template_localtime(value)))
     return SafeString(escape(value))  # django.utils.html.escape without its lazy-text wrapper
-
-
-@pass_context
-def django_include(context: Context, name: str, **values: Any) -> SafeString:
-    """``{% include name with values %}`` of a Django template that Django's pages share (the
-    filter form, the pager, the download links), with ``request`` but not the context processors'
-    values (the user, messages): an include that needs them would have to name them."""
-    return mark_safe(get_template(name).render({**values, "request": context.get("request")}))
 
 
 def url(name: str, *args: Any) -> str:
@@ -84,7 +75,9 @@ def environment() -> Environment:
     env.globals.update(
         cases_table=runrows.cases_table,
         digest_field=kiformat.digest_field,
-        django_include=django_include,
+        downloads=controls.downloads,
+        filter_form=controls.filter_form,
+        pager=controls.pager,
         ranking_rows=runrows.ranking_rows,
         history_table=runrows.history_table,
         url=url,

@@ -163,3 +163,81 @@ def test_the_frame_rendered_once_is_base_html_for_any_visitor(rf, django_user_mo
     for request in (anonymous, signed_in):
         assert render(request, "jinja_page.html", {"blocks": blocks}).content.decode() == expected
     assert len(pieces) == len(jinja.BLOCKS) + 1 and pieces[0].startswith("<!doctype html>")
+
+
+# templates/web/_filters.html, runs/_pager.html and web/_downloads.html before they became
+# web.templatetags.controls: what each include wrote, the tag and the Jinja global write.
+FILTERS_INCLUDE = (
+    "{# A GET form over the view's filters: works without JavaScript, the result is a permalink. #}\n"
+    '<form class="filters" method="get" action="">\n  {% for f in filters %}<div class="field"><label '
+    'for="filter-{{ f.name }}">{{ f.label }}</label>\n    <select id="filter-{{ f.name }}" name="{{ f.name }}">\n'
+    '      <option value="">any</option>\n      {% for value, label in f.options %}<option value="{{ value }}"'
+    "{% if value == f.value %} selected{% endif %}>{{ label }}</option>{% endfor %}\n    </select></div>\n"
+    '  {% endfor %}{% if sort %}<input type="hidden" name="sort" value="{{ sort }}">{% endif %}\n'
+    '  {% for name, value in hidden %}<input type="hidden" name="{{ name }}" value="{{ value }}">{% endfor %}\n'
+    '  <button type="submit">Apply</button>{% if clear %} <a href="{{ request.path }}">clear filters</a>'
+    "{% endif %}\n</form>\n"
+)
+PAGER_INCLUDE = (
+    '{% if page.paginator.num_pages > 1 or page.paginator.capped %}<nav class="pager" aria-label="Pages">\n'
+    '{% if page.has_previous %}<a href="?{% if extra %}{{ extra }}&amp;{% endif %}page='
+    '{{ page.previous_page_number }}" rel="prev">← previous</a>{% endif %}\n<span>page {{ page.number }} of '
+    "{% if page.paginator.capped %}the first {{ page.paginator.num_pages }} ({{ page.paginator.count }} rows "
+    "shown of more; filter to narrow){% else %}{{ page.paginator.num_pages }} ({{ page.paginator.count }} rows)"
+    '{% endif %}</span>\n{% if page.has_next %}<a href="?{% if extra %}{{ extra }}&amp;{% endif %}page='
+    '{{ page.next_page_number }}" rel="next">next →</a>{% endif %}\n</nav>{% endif %}\n'
+)
+DOWNLOADS_INCLUDE = (
+    '<p class="downloads">Download {{ what|default:"this view" }}: <a href="{{ csv_link }}" download>CSV</a> · '
+    '<a href="{{ jsonl_link }}" download>JSONL</a></p>\n'
+)
+
+
+def test_the_filter_form_writes_what_its_include_wrote() -> None:
+    from django.test import RequestFactory
+
+    from web.tables import Filter
+
+    request = RequestFactory().get("/runs/a&b/?gpu=h200")
+    filters = [
+        Filter("gpu", "GPU", [("h200", "NVIDIA H200"), ("b<200>", 'B"200"')], "h200"),
+        Filter("source", "source", [("a&b", "A & B")]),
+    ]
+    for chosen in (filters, []):
+        for sort, hidden, clear in (("", [], False), ("-latency", [("show", "all"), ("q", "<x>")], True)):
+            expected = _django(FILTERS_INCLUDE, filters=chosen, sort=sort, hidden=hidden, clear=clear, request=request)
+            assert (
+                _django(
+                    "{% load controls %}{% filter_form f sort=s hidden=h clear=c path=request.path %}",
+                    f=chosen,
+                    s=sort,
+                    h=hidden,
+                    c=clear,
+                    request=request,
+                )
+                == expected
+            )
+            assert _jinja("{{ filter_form(f, s, h, c, p) }}", f=chosen, s=sort, h=hidden, c=clear, p=request.path) == (
+                expected
+            )
+
+
+def test_the_pager_and_the_downloads_write_what_their_includes_wrote() -> None:
+    from runs.selectors import CappedPaginator
+
+    class Small(CappedPaginator):
+        cap = 120
+
+    for rows in (3, 60, 120, 121, 500):
+        paginator = Small(list(range(rows)), 50, known_count=rows)
+        for number in range(1, paginator.num_pages + 1):
+            page = paginator.page(number)
+            for extra in ("", "gpu=h200&sort=-latency", "q=<a>"):
+                expected = _django(PAGER_INCLUDE, page=page, extra=extra)
+                assert _django("{% load controls %}{% pager p e %}", p=page, e=extra) == expected
+                assert _jinja("{{ pager(p, e) }}", p=page, e=extra) == expected
+    for what in ("", "these <runs>"):
+        links = {"csv_link": "/runs/?format=csv&a=1", "jsonl_link": '/runs/?format=jsonl&q="x"'}
+        expected = _django(DOWNLOADS_INCLUDE, what=what, **links)
+        assert _django("{% load controls %}{% downloads csv_link jsonl_link w %}", w=what, **links) == expected
+        assert _jinja("{{ downloads(csv_link, jsonl_link, w) }}", w=what, **links) == expected
