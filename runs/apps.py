@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class RunsConfig(AppConfig):
     name = "runs"
     verbose_name = "Runs and their records"
+
+    def ready(self) -> None:
+        from kernelindex.lookups import InlinedExact
+        from runs.models import Run
+
+        # The published runs' partial indexes name visibility (runs.models.newest_first_index).
+        Run._meta.get_field("visibility").register_lookup(InlinedExact, "exact")

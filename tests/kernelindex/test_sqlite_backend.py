@@ -37,3 +37,53 @@ def test_the_sqlite_database_runs_through_it() -> None:
         assert isinstance(cursor.cursor, SQLiteCursorWrapper)
         cursor.execute("SELECT %s || '%%', %s", ["50", 7])
         assert cursor.fetchone() == ("50%", 7)
+
+
+DATES = [
+    "2025-03-01 12:00:00",
+    "2025-03-01 12:00:00.5",
+    "2025-03-01 12:00:00.123456",
+    "0001-01-01 00:00:00",
+    "9999-12-31 00:00:00",
+    "2025-03-01T12:00:00",
+    "2025-03-01 12:00:00+02:00",  # an offset of its own: Django's way
+    "2025-03-01",  # a bare date: Django's way
+]
+
+
+@pytest.mark.parametrize("text", DATES)
+def test_a_date_reads_as_djangos_backend_reads_it(text: str) -> None:
+    from django.db.backends.sqlite3.operations import DatabaseOperations as DjangoOperations
+    from django.db.models import DateTimeField
+
+    from kernelindex.sqlite3.base import DatabaseOperations
+
+    field = DateTimeField()
+    ours = DatabaseOperations(connection).convert_datetimefield_value(text, field, connection)
+    theirs = DjangoOperations(connection).convert_datetimefield_value(text, field, connection)
+    assert ours == theirs and ours.tzinfo == theirs.tzinfo and ours.utcoffset() == theirs.utcoffset()
+    assert DatabaseOperations(connection).convert_datetimefield_value(None, field, connection) is None
+
+
+@pytest.mark.django_db
+def test_published_runs_are_asked_for_with_the_literal_their_indexes_name() -> None:
+    """A bound ``visibility = ?`` made SQLite compile the statement again at every execution
+    (kernelindex.lookups.InlinedExact): the text carries the literal, and the statement is compiled
+    once however often it runs."""
+    from django.test.utils import CaptureQueriesContext
+
+    from runs.models import Run
+    from tests.factories import sol_group
+
+    sol_group(3)
+    with CaptureQueriesContext(connection) as queries:
+        for _ in range(3):
+            assert len(Run.objects.visible().order_by("public_id")) == 3
+            assert Run.objects.filter(visibility="it's").count() == 0  # quoted as SQL quotes
+    if connection.vendor != "sqlite":
+        return
+    assert all("\"visibility\" = 'published'" in q["sql"] for q in queries.captured_queries[::2])
+    with connection.cursor() as cursor:
+        statements = cursor.connection.execute("SELECT sql, run, reprep FROM sqlite_stmt").fetchall()
+    listed = [(run, reprep) for sql, run, reprep in statements if sql == queries.captured_queries[0]["sql"]]
+    assert listed == [(3, 0)]
