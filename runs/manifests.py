@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from django.utils.dateparse import parse_datetime
 
 from kernelindex import canonical, links
@@ -400,10 +399,6 @@ def canonical_time(value: Any) -> str:
 
 
 def display_bundle(run: Any) -> dict[str, Any]:
-    """The run page's "Canonical manifest": {run, protocol, environment} as stored."""
-    # orjson reads canonical JSON as json does (no NaN, no integer beyond 2**53: DESIGN §2).
-    return {
-        "run": orjson.loads(run.document),
-        "protocol": orjson.loads(run.protocol.document),
-        "environment": orjson.loads(run.environment.document),
-    }
+    """The run page's "Canonical manifest": {run, protocol, environment} as stored (the
+    documents the page has parsed already, read-only)."""
+    return {"run": run.doc, "protocol": run.protocol.doc, "environment": run.environment.doc}

@@ -11,11 +11,11 @@ and a hidden or retracted run keeps its page as a tombstone.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
+import orjson
 from django.conf import settings
 from django.db import models
 from django.db.models import Q, Value
@@ -50,7 +50,10 @@ class DocumentMixin(LoadedQuickly, models.Model):
 
     @cached_property
     def doc(self) -> dict[str, Any]:
-        return json.loads(self.document)
+        """The parsed document: read-only (pages and the manifest share it). orjson reads
+        canonical JSON as json does (no NaN, no integer beyond 2**53: DESIGN §2), three times
+        as fast: a run page parses five documents."""
+        return orjson.loads(self.document)
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -557,7 +560,8 @@ class Run(LoadedQuickly, models.Model):
 
     @cached_property
     def doc(self) -> dict[str, Any]:
-        return json.loads(self.document)
+        """The parsed document, read-only, as Document.doc."""
+        return orjson.loads(self.document)
 
     @property
     def spec(self) -> dict[str, Any]:

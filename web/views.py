@@ -23,6 +23,7 @@ from runs import selectors
 from runs.manifests import bundle_export, display_bundle
 from runs.models import ComparisonGroup, Run
 from web import figures, jinja, pages, tables
+from web.templatetags import kiformat
 
 
 def _tombstone(request: HttpRequest, run: Run) -> HttpResponse:
@@ -48,7 +49,7 @@ def run_detail(request: HttpRequest, public_id: str) -> HttpResponse:
             "page": page,
             "run": run,
             "figures": figures.run_figures(page.cases),
-            "manifest": canonical.pretty(display_bundle(run)),
+            "manifest": kiformat.element_text(canonical.pretty(display_bundle(run))),
             "permalink": settings.SITE_URL + run.get_absolute_url(),
         },
     )
