@@ -53,16 +53,49 @@ DATES = [
 
 @pytest.mark.parametrize("text", DATES)
 def test_a_date_reads_as_djangos_backend_reads_it(text: str) -> None:
+    """Fetched from a datetime column (Python's sqlite3 converter, then the backend's) or
+    computed (text, the backend's converter alone): the value Django's backend gives."""
+    from django.db.backends.sqlite3.base import decoder
     from django.db.backends.sqlite3.operations import DatabaseOperations as DjangoOperations
     from django.db.models import DateTimeField
+    from django.utils.dateparse import parse_datetime
 
-    from kernelindex.sqlite3.base import DatabaseOperations
+    from kernelindex.sqlite3.base import DatabaseOperations, _fetched_datetime
 
     field = DateTimeField()
-    ours = DatabaseOperations(connection).convert_datetimefield_value(text, field, connection)
-    theirs = DjangoOperations(connection).convert_datetimefield_value(text, field, connection)
-    assert ours == theirs and ours.tzinfo == theirs.tzinfo and ours.utcoffset() == theirs.utcoffset()
-    assert DatabaseOperations(connection).convert_datetimefield_value(None, field, connection) is None
+    ours, theirs = DatabaseOperations(connection), DjangoOperations(connection)
+    fetched = _fetched_datetime(text.encode())
+    for mine, django in (
+        (ours.convert_datetimefield_value(fetched, field, connection), decoder(parse_datetime)(text.encode())),
+        (ours.convert_datetimefield_value(text, field, connection), text),
+    ):
+        expected = theirs.convert_datetimefield_value(django, field, connection)
+        assert mine == expected and mine.tzinfo == expected.tzinfo and mine.utcoffset() == expected.utcoffset()
+    assert ours.convert_datetimefield_value(None, field, connection) is None
+
+
+@pytest.mark.django_db
+def test_dates_come_back_aware_in_utc() -> None:
+    from datetime import UTC, datetime
+
+    from runs.models import Run
+    from tests.factories import sol_group
+
+    sol_group(2)
+    observed = datetime(2025, 3, 1, 12, 30, 0, 500, tzinfo=UTC)
+    Run.objects.update(observed_at=observed)
+    assert set(Run.objects.values_list("observed_at", flat=True)) == {observed}
+    assert {run.observed_at.tzinfo for run in Run.objects.all()} == {UTC}
+
+
+def test_a_database_time_zone_of_its_own_is_refused() -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    from kernelindex.sqlite3.base import DatabaseWrapper
+
+    wrapper = DatabaseWrapper({**connection.settings_dict, "NAME": ":memory:", "TIME_ZONE": "Europe/Paris"})
+    with pytest.raises(ImproperlyConfigured, match="TIME_ZONE"):
+        wrapper.get_connection_params()
 
 
 @pytest.mark.django_db
