@@ -19,7 +19,6 @@ are the site's own (``kiformat``, ``ranks``) and Django's, under their names.
 from __future__ import annotations
 
 from functools import cache
-from html import escape
 from typing import Any
 
 from django.conf import settings
@@ -33,6 +32,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timezone import template_localtime
 from jinja2 import ChainableUndefined, Environment, FileSystemLoader
 
+from kernelindex.markup import escape
 from web.templatetags import controls, kiformat, ranks, runrows
 
 FOLDER = settings.BASE_DIR / "templates" / "jinja"

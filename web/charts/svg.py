@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from html import escape as _escape
 
 from django.utils.safestring import SafeString, mark_safe
+
+from kernelindex.markup import escape as _escape
 
 WIDE, NARROW = 640, 340
 FONT = 12  # user units; shown at ≥ 11 CSS px in both layouts (see site.css, svg.chart)
@@ -36,7 +37,7 @@ def escape(value: object) -> str:
 def attr(value: float) -> str:
     """A coordinate to one decimal, without a trailing ".0" (12.0 → "12", 12.25 → "12.2")."""
     text = f"{value:.1f}"
-    return text[:-2] if text.endswith(".0") else text
+    return text[:-2] if text[-1] == "0" and text[-2] == "." else text  # a chart writes hundreds: no method call
 
 
 @dataclass

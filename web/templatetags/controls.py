@@ -13,11 +13,12 @@ so the HTML is what the includes wrote; tests/web/test_jinja.py renders both and
 from __future__ import annotations
 
 from collections.abc import Iterable
-from html import escape
 from typing import Any
 
 from django import template
 from django.utils.safestring import SafeString, mark_safe
+
+from kernelindex.markup import escape
 
 register = template.Library()
 

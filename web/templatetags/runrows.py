@@ -13,7 +13,6 @@ tests/web/test_run_rows.py renders both and compares them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from html import escape
 from typing import Any
 
 from django import template
@@ -22,6 +21,7 @@ from django.urls import get_script_prefix
 from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 
+from kernelindex.markup import escape
 from runs.models import EvidenceLevel, Project, Run, RunStatus
 from web.templatetags.kiformat import MISSING, isodate, latency, plain, ratio, score, submitter
 from web.templatetags.ranks import rank_of
