@@ -51,6 +51,38 @@ def test_a_missing_name_key_or_attribute_is_empty_and_safe_text_is_not_escaped_a
     assert _jinja("{{ html }}", html=mark_safe("<em>x</em>")) == "<em>x</em>"
 
 
+def test_every_written_value_is_escaped_whatever_the_expression() -> None:
+    """web.jinja escapes in ``_finalize`` with Jinja's autoescape off: whatever computes the value
+    (an attribute, a key, a filter, a conditional, a loop), what it writes is escaped once."""
+    hostile = "<b>\"x\" & 'y'</b>"
+    escaped = "&lt;b&gt;&quot;x&quot; &amp; &#x27;y&#x27;&lt;/b&gt;"
+    for source in (
+        "{{ v }}",
+        "{{ o.v }}",
+        "{{ o['v'] }}",
+        "{{ v|capfirst }}",
+        "{{ v if yes else '' }}",
+        "{% for x in [v] %}{{ x }}{% endfor %}",
+        "{{ none|default(v) }}",
+    ):
+        assert _jinja(source, v=hostile, o={"v": hostile}, yes=True, none=None) == escaped, source
+    assert _jinja("{{ v|join(', ') }}", v=[hostile, hostile]) == f"{escaped}, {escaped}"
+    assert _jinja("{{ '<i>'|safe }}{{ v|linebreaksbr }}", v="a<\nb") == "<i>a&lt;<br>b"
+
+
+def test_the_templates_join_no_text_outside_finalize() -> None:
+    """The constructs that would join text after _finalize has escaped it, or escape it again,
+    are not used by the Jinja pages (see web.jinja): a template that needs one must turn Jinja's
+    autoescape back on first."""
+    for template in jinja.FOLDER.rglob("*.html"):
+        text = template.read_text()
+        code = " ".join(re.findall(r"\{\{.*?\}\}|\{%.*?%\}", text, re.S))
+        assert "~" not in code, template
+        for tag in ("macro", "call", "filter", "autoescape"):
+            assert not re.search(r"\{%-?\s*" + tag + r"\b", code), (template, tag)
+        assert not re.search(r"\{%-?\s*set\s+\w+\s*-?%\}", code), template  # a {% set %} block
+
+
 @pytest.mark.parametrize(
     ("django", "jinja_source", "value"),
     [
