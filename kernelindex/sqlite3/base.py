@@ -27,7 +27,9 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import setting_changed
 from django.db.backends.sqlite3 import base, operations
+from django.dispatch import receiver
 from django.utils.dateparse import parse_datetime
 
 
@@ -53,10 +55,22 @@ def _aware(text: str) -> datetime | None:
     return parsed if parsed.tzinfo is UTC else None  # "2025-03-01+00:00" reads as naive
 
 
+# settings.USE_TZ, read once a change (an attribute of the lazy settings is a Python call, and an
+# API list reads 230 dates).
+_use_tz = settings.USE_TZ
+
+
+@receiver(setting_changed)
+def _setting_changed(*, setting: str, value: Any, **kwargs: Any) -> None:
+    global _use_tz
+    if setting == "USE_TZ":
+        _use_tz = value
+
+
 def _fetched_datetime(raw: bytes) -> datetime | None:
     """Python's sqlite3 converter for columns declared datetime (Django's: ``parse_datetime``)."""
     text = raw.decode()
-    return (_aware(text) if settings.USE_TZ else None) or parse_datetime(text)
+    return (_aware(text) if _use_tz else None) or parse_datetime(text)
 
 
 sqlite3.register_converter("datetime", _fetched_datetime)
@@ -65,11 +79,10 @@ sqlite3.register_converter("timestamp", _fetched_datetime)
 
 class DatabaseOperations(operations.DatabaseOperations):
     def convert_datetimefield_value(self, value: Any, expression: Any, connection: Any) -> Any:
-        if settings.USE_TZ:
-            if value.__class__ is datetime and value.tzinfo is UTC:
-                return value
-            if value.__class__ is str:
-                return _aware(value) or super().convert_datetimefield_value(value, expression, connection)
+        if value.__class__ is datetime and value.tzinfo is UTC:  # aware: Django's keeps it too
+            return value
+        if value.__class__ is str and _use_tz:
+            return _aware(value) or super().convert_datetimefield_value(value, expression, connection)
         return super().convert_datetimefield_value(value, expression, connection)
 
 

@@ -120,3 +120,14 @@ def test_published_runs_are_asked_for_with_the_literal_their_indexes_name() -> N
         statements = cursor.connection.execute("SELECT sql, run, reprep FROM sqlite_stmt").fetchall()
     listed = [(run, reprep) for sql, run, reprep in statements if sql == queries.captured_queries[0]["sql"]]
     assert listed == [(3, 0)]
+
+
+def test_without_time_zones_a_fetched_date_stays_naive() -> None:
+    from django.test import override_settings
+
+    from kernelindex.sqlite3.base import _fetched_datetime
+
+    assert _fetched_datetime(b"2025-03-01 12:00:00").tzinfo is not None
+    with override_settings(USE_TZ=False):
+        assert _fetched_datetime(b"2025-03-01 12:00:00").tzinfo is None
+    assert _fetched_datetime(b"2025-03-01 12:00:00").tzinfo is not None
