@@ -18,12 +18,12 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from kernelindex import canonical
+from kernelindex.markup import element_text
 from kernelindex.prepared import Prepared, PreparedRows
 from runs import selectors
 from runs.manifests import bundle_export, display_bundle
 from runs.models import ComparisonGroup, Run
 from web import figures, jinja, pages, tables
-from web.templatetags import kiformat
 
 
 def _tombstone(request: HttpRequest, run: Run) -> HttpResponse:
@@ -49,7 +49,7 @@ def run_detail(request: HttpRequest, public_id: str) -> HttpResponse:
             "page": page,
             "run": run,
             "figures": figures.run_figures(page.cases),
-            "manifest": kiformat.element_text(canonical.pretty(display_bundle(run))),
+            "manifest": element_text(canonical.pretty(display_bundle(run))),
             "permalink": settings.SITE_URL + run.get_absolute_url(),
         },
     )

@@ -1,4 +1,5 @@
-"""kernelindex.markup.escape writes what html.escape (Django's escaping) writes."""
+"""kernelindex.markup: escape writes what html.escape (Django's escaping) writes; element_text
+escapes what an element's text needs and reads back."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import html
 import pytest
 from django.utils.html import escape as django_escape
 
-from kernelindex.markup import escape
+from kernelindex.markup import element_text, escape
 
 TEXTS = ["", "18.6 µs", "plain", "&", "<b>", 'say "hi"', "O'Neil", "a&b<c>d\"e'f", "&amp;", "→ ◆ ■", "x" * 1000 + "<"]
 
@@ -15,3 +16,18 @@ TEXTS = ["", "18.6 µs", "plain", "&", "<b>", 'say "hi"', "O'Neil", "a&b<c>d\"e'
 @pytest.mark.parametrize("text", TEXTS)
 def test_it_escapes_as_html_and_django_escape(text: str) -> None:
     assert escape(text) == html.escape(text) == str(django_escape(text))
+
+
+@pytest.mark.parametrize("text", ['{"a": "<script>alert(\'x\')</script> & >"}', "plain", "", "&amp;<<>>"])
+def test_element_text_escapes_what_an_element_needs_and_reads_back(text: str) -> None:
+    from django.utils.safestring import SafeString
+
+    written = element_text(text)
+    assert isinstance(written, SafeString)
+    assert (
+        "<" not in written
+        and ">" not in written
+        and "&" not in written.replace("&amp;", "").replace("&lt;", "").replace("&gt;", "")
+    )
+    assert html.unescape(written) == text
+    assert written.count('"') == text.count('"')  # quotes stay as they are: no attribute here
