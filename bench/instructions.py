@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/instructions.py [--requests 20] [--only "ranking (group) page,API runs list"]
 
-Wall-clock ratios (``bench/pages.py``) move by about ±10% with whatever else the machine is
-doing; callgrind's instruction counts are the same run after run. This builds the database as
+Wall-clock ratios (``bench/pages.py``) move with whatever else the machine is doing (by ±10% on
+a quiet machine; on a shared VM a page's CPU per request moved by half between runs of the same
+code); callgrind's instruction counts are the same run after run. This builds the database as
 ``bench/pages.py`` does, then runs one Python process under ``valgrind --tool=callgrind`` that
 serves each page through Django's test client: five warm-up requests, then ``--requests``
 requests inside ``sys.call_tracing``. Callgrind collects only inside that call
