@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from django.utils.safestring import SafeString, mark_safe
 
 from web.charts.scale import Scale, auto_scale, date_ticks, latency_unit, linear_scale, number_text
-from web.charts.svg import CHAR, FONT, Drawing, data_table, fit, responsive
+from web.charts.svg import CHAR, FONT, Drawing, data_table, escape, fit, responsive
 from web.templatetags.kiformat import latency, ratio, score
 
 __all__ = ["Mark", "Row", "Series", "XYPoint", "dot_chart", "rank_chart", "timeline_chart"]
@@ -224,50 +224,60 @@ def _xy(
     values = [p.value for p in points]
     u = unit_of(unit, values)
     axis_values = [v / u.factor for v in values]
+    # What both layouts share is worked out once: the value axis (5 ticks in either), each
+    # point's place on it and along x, its marker and its escaped tooltip.
+    scale = auto_scale(axis_values, count=5, zero=u.zero and u.upper is not None, log=log)
+    if u.upper is not None and not scale.log:
+        scale = linear_scale(axis_values, count=5, upper=u.upper)
+    labels = [scale.fmt(t) for t in scale.ticks]
+    left = max(len(t) for t in labels) * CHAR + 12
+    ordered = sorted(points, key=x_value)
+    marks = [
+        (
+            x_value(p),
+            scale.fraction(p.value / u.factor),
+            "diamond" if p.best and step_best else "circle",
+            "mark s-muted" if p.muted else ("mark s-best" if p.best and step_best else "mark s-a"),
+            escape(p.note),
+        )
+        for p in ordered
+    ]
+    improvements = [(x, fraction) for (x, fraction, *_), p in zip(marks, ordered, strict=True) if p.best]
+    tick_fractions = [(scale.fraction(tick), text) for tick, text in zip(scale.ticks, labels, strict=True)]
+    y_title = _axis_title(u, scale)
 
     def render(width: int) -> tuple[Drawing, float]:
         d = Drawing(width)
         height = 240 if width > 400 else 220
-        scale = auto_scale(axis_values, count=5, zero=u.zero and u.upper is not None, log=log)
-        if u.upper is not None and not scale.log:
-            scale = linear_scale(axis_values, count=5, upper=u.upper)
-        labels = [scale.fmt(t) for t in scale.ticks]
-        left = max(len(t) for t in labels) * CHAR + 12
         right, top, bottom = width - 34.0, 30.0, height - 44.0
         x_low, x_high, ticks = x_ticks(width)
+        rise = bottom - top
+        width_x, span = right - left, (x_high - x_low) or 1.0
 
-        def y_of(value: float) -> float:
-            return bottom - (bottom - top) * scale.fraction(value / u.factor)
-
-        def x_of(value: float) -> float:
-            span = (x_high - x_low) or 1.0
-            return left + (right - left) * (value - x_low) / span
-
-        for tick, text in zip(scale.ticks, labels, strict=True):
-            y = y_of(tick * u.factor)
+        for fraction, text in tick_fractions:
+            y = bottom - rise * fraction
             d.line(left, y, right, y, "grid")
             d.text(left - 6, y + FONT / 3, text, "tick", "end")
         for value, text in ticks:
-            d.line(x_of(value), bottom, x_of(value), bottom + 4, "axis")
-            d.text(x_of(value), bottom + 18, text, "tick", "middle")
+            x = left + width_x * (value - x_low) / span
+            d.line(x, bottom, x, bottom + 4, "axis")
+            d.text(x, bottom + 18, text, "tick", "middle")
         d.line(left, top - 6, left, bottom, "axis")
         d.line(left, bottom, right, bottom, "axis")
-        d.text(4, 14, _axis_title(u, scale), "label")
+        d.text(4, 14, y_title, "label")
         d.text((left + right) / 2, height - 8, x_axis, "label", "middle")
-        ordered = sorted(points, key=x_value)
         if step_best:
             best: list[tuple[float, float]] = []
-            for p in ordered:
-                if p.best:
-                    if best:
-                        best.append((x_of(x_value(p)), best[-1][1]))
-                    best.append((x_of(x_value(p)), y_of(p.value)))
+            for x, fraction in improvements:
+                x = left + width_x * (x - x_low) / span
+                if best:
+                    best.append((x, best[-1][1]))
+                best.append((x, bottom - rise * fraction))
             if best:
                 best.append((right, best[-1][1]))
             d.path(best, "best-line")
-        for p in ordered:
-            cls = "mark s-muted" if p.muted else ("mark s-best" if p.best and step_best else "mark s-a")
-            d.mark(x_of(x_value(p)), y_of(p.value), "diamond" if p.best and step_best else "circle", cls, p.note)
+        for x, fraction, shape, cls, tip in marks:
+            d.mark(left + width_x * (x - x_low) / span, bottom - rise * fraction, shape, cls, tip, escaped=True)
         return d, height
 
     return responsive(render, key=key, title=title, desc=desc)

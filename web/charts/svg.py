@@ -68,9 +68,10 @@ class Drawing:
             f"{inner}</rect>"
         )
 
-    def mark(self, x: float, y: float, shape: str, cls: str, tip: str = "") -> None:
-        """A marker whose shape, not only its colour, tells the series apart."""
-        inner = f"<title>{escape(tip)}</title>" if tip else ""
+    def mark(self, x: float, y: float, shape: str, cls: str, tip: str = "", *, escaped: bool = False) -> None:
+        """A marker whose shape, not only its colour, tells the series apart; ``escaped`` when
+        ``tip`` is markup already (a chart drawn at two widths escapes each tooltip once)."""
+        inner = f"<title>{tip if escaped else escape(tip)}</title>" if tip else ""
         if shape == "square":
             at = f'x="{attr(x - 4)}" y="{attr(y - 4)}"'
             self.parts.append(f'<rect class="{cls}" {at} width="8" height="8">{inner}</rect>')
