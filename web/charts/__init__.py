@@ -131,6 +131,18 @@ def dot_chart(
     axis_values = [v / u.factor for v in values]
     zero = u.zero or (bars and not (log or (u.origin and min(axis_values) > 0)))
     base = origin if origin is not None else u.origin
+    # Each mark's series and escaped tooltip, written once for both layouts.
+    series_of = {s.key: s for s in reversed(series)}
+    drawn = []
+    for row in rows:
+        row_marks = []
+        for mark in row.marks:
+            if mark.value is None or not math.isfinite(mark.value):
+                continue
+            s = series_of.get(mark.series, series[0])
+            tip = f"{row.label}: {s.name} {u.text(mark.value)}" + (f" ({mark.note})" if mark.note else "")
+            row_marks.append((mark.value, s, escape(tip)))
+        drawn.append((row, row_marks))
 
     def render(width: int) -> tuple[Drawing, float]:
         d = Drawing(width)
@@ -146,20 +158,17 @@ def dot_chart(
         if len(series) > 1:
             y = _legend(d, series, y, 4) + 8
         top = y
-        for row in rows:
+        for row, row_marks in drawn:
             d.text(4, y + 4, fit(row.label, width - 8), "rowlabel muted" if row.muted else "rowlabel")
             track = y + 16
-            for mark in row.marks:
-                if mark.value is None or not math.isfinite(mark.value):
-                    continue
-                s = next((s for s in series if s.key == mark.series), series[0])
-                tip = f"{row.label}: {s.name} {u.text(mark.value)}" + (f" ({mark.note})" if mark.note else "")
+            for value, s, tip in row_marks:
                 if bars:
                     start = x_of(base * u.factor) if base and not zero else x_of(max(scale.low, 0) * u.factor)
-                    end = x_of(mark.value)
-                    d.rect(min(start, end), track - 5, abs(end - start), 10, f"bar {s.cls}", tip)
+                    end = x_of(value)
+                    d.rect(min(start, end), track - 5, abs(end - start), 10, f"bar {s.cls}", tip, escaped=True)
                 else:
-                    d.mark(x_of(mark.value), track, s.shape, f"mark {s.cls}{' muted' if row.muted else ''}", tip)
+                    cls = f"mark {s.cls}{' muted' if row.muted else ''}"
+                    d.mark(x_of(value), track, s.shape, cls, tip, escaped=True)
             y += 34
         bottom = y - 6
         # Grid under the marks would hide them: draw it first.

@@ -61,8 +61,8 @@ class Drawing:
         d = "M" + " L".join(f"{attr(x)} {attr(y)}" for x, y in points)
         self.parts.append(f'<path class="{cls}" d="{d}"/>')
 
-    def rect(self, x: float, y: float, w: float, h: float, cls: str, tip: str = "") -> None:
-        inner = f"<title>{escape(tip)}</title>" if tip else ""
+    def rect(self, x: float, y: float, w: float, h: float, cls: str, tip: str = "", *, escaped: bool = False) -> None:
+        inner = f"<title>{tip if escaped else escape(tip)}</title>" if tip else ""
         self.parts.append(
             f'<rect class="{cls}" x="{attr(x)}" y="{attr(y)}" width="{attr(max(w, 0.0))}" height="{attr(h)}">'
             f"{inner}</rect>"
