@@ -50,10 +50,8 @@ def latency_parts(ns: Any) -> tuple[str, str] | None:
     if number is None:
         return None
     magnitude = abs(number)
-    index = 0
-    for candidate, (_, scale) in enumerate(_UNITS):
-        if magnitude >= scale:
-            index = candidate
+    # The largest unit whose scale the latency reaches (_UNITS: ns, µs, ms, s).
+    index = 3 if magnitude >= 1e9 else 2 if magnitude >= 1e6 else 1 if magnitude >= 1e3 else 0
     text = _significant(number / _UNITS[index][1])
     # 999.7 ns rounds to 1000 ns: say 1 µs instead.
     if index + 1 < len(_UNITS) and abs(float(text)) >= 1000:
