@@ -4,6 +4,7 @@ costs a query per row."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -294,17 +295,18 @@ def _group_figures(group: ComparisonGroup, rows: list[tuple]) -> GroupFigures:
 def _distribution(values: list[float], unit: str, words: str, key: str, where: str) -> SafeString:
     """How many runs fall in each interval between two nice ticks (log intervals for latencies
     that span decades): a histogram drawn as horizontal bars."""
-    factor = latency_unit(values)[1] if unit == "ns" else 1.0
-    suffix = f" {latency_unit(values)[0]}" if unit == "ns" else ""
-    scale = auto_scale([v / factor for v in values], count=6)
+    name, factor = latency_unit(values) if unit == "ns" else ("", 1.0)
+    suffix = f" {name}" if unit == "ns" else ""
+    scaled = [v / factor for v in values]
+    scale = auto_scale(scaled, count=6)
     if unit == "score" and not scale.log:
-        scale = auto_scale([v / factor for v in values], count=6, log=False)
+        scale = auto_scale(scaled, count=6, log=False)
     edges = scale.ticks
     counts = [0] * (len(edges) - 1)
-    for v in values:
-        x = v / factor
-        slot = next((i for i in range(len(counts)) if x < edges[i + 1]), len(counts) - 1)
-        counts[slot] += 1
+    last = len(counts) - 1
+    for x in scaled:
+        # The first interval whose upper edge is above x; below the first edge, the first one.
+        counts[min(max(bisect_right(edges, x) - 1, 0), last)] += 1
     rows = [(f"{scale.fmt(edges[i])}–{scale.fmt(edges[i + 1])}{suffix}", float(n)) for i, n in enumerate(counts)]
     return charts.dot_chart(
         rows,

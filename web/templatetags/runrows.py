@@ -12,7 +12,7 @@ tests/web/test_run_rows.py renders both and compares them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from django import template
@@ -160,17 +160,20 @@ def ranking_rows(runs: Iterable[Any], cols: dict[str, bool]) -> SafeString:
     return mark_safe("\n  ".join(rows))
 
 
-def _case_row(view: Any, cols: Any) -> str:
+# A case table's number columns: (column, how it is written, where its value is).
+_CASE_NUMBERS = (
+    ("latency", latency, lambda view: view.case.latency_ns),
+    ("baseline", latency, lambda view: view.case.baseline_ns),
+    ("sol", latency, lambda view: view.case.sol_ns),
+    ("speedup", ratio, lambda view: view.speedup),
+    ("score", score, lambda view: view.case.score),
+)
+
+
+def _case_row(view: Any, cols: Any, numbers: Sequence[tuple[Callable[[Any], str], Callable[[Any], Any]]]) -> str:
     case = view.case
     cells = [f'<tr><th scope="row" class="num">{_text(case.index)}</th>']
-    numbers = (
-        (cols.latency, latency, case.latency_ns),
-        (cols.baseline, latency, case.baseline_ns),
-        (cols.sol, latency, case.sol_ns),
-        (cols.speedup, ratio, view.speedup),
-        (cols.score, score, case.score),
-    )
-    cells.extend(f'<td class="num">{escape(write(value))}</td>' for shown, write, value in numbers if shown)
+    cells.extend(f'<td class="num">{escape(write(value(view)))}</td>' for write, value in numbers)
     if cols.timer:
         cells.append(f"<td>{_text(case.timer) if case.timer else MISSING}</td>")
     if cols.status:
@@ -185,7 +188,9 @@ def _case_row(view: Any, cols: Any) -> str:
 def case_rows(table: Any) -> SafeString:
     """The ``<tr>`` of each case of a ``web.figures.RunFigures`` (``cases_table``): its number,
     the columns the table has any value in, and its axes."""
-    return mark_safe("\n  ".join(_case_row(view, table.columns) for view in table.rows))
+    cols = table.columns
+    numbers = [(write, value) for name, write, value in _CASE_NUMBERS if getattr(cols, name)]
+    return mark_safe("\n  ".join(_case_row(view, cols, numbers) for view in table.rows))
 
 
 _CASE_HEADS = (
