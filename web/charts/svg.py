@@ -37,7 +37,8 @@ def escape(value: object) -> str:
 def attr(value: float) -> str:
     """A coordinate to one decimal, without a trailing ".0" (12.0 → "12", 12.25 → "12.2")."""
     text = f"{value:.1f}"
-    return text[:-2] if text[-1] == "0" and text[-2] == "." else text  # a chart writes hundreds: no method call
+    # One decimal always follows the point, so a last "0" is ".0" (a chart writes hundreds).
+    return text[:-2] if text[-1] == "0" else text
 
 
 @dataclass
