@@ -84,3 +84,39 @@ def test_a_flagged_run_says_so_beside_its_headline(client, imported):
     head = body[body.index('<header class="run-head">') : body.index('id="primary-h"')]
     assert "⚑ flagged by moderators" in head and "Timing window exploited on case 3." in head
     assert "private" not in head
+
+
+def _tick_labels(svg: str) -> tuple[float, list[tuple[float, str]]]:
+    width = float(re.search(r'viewBox="0 0 (\d+)', svg).group(1))
+    return width, [
+        (float(x), text)
+        for x, text in re.findall(
+            r'<text class="tick" x="([-\d.]+)" y="[-\d.]+" text-anchor="middle">([^<]*)</text>', svg
+        )
+    ]
+
+
+@pytest.mark.parametrize("rows", [2, 7, 25, 60])
+def test_x_tick_labels_are_on_the_axis_and_inside_the_drawing(rows: int) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from web.charts.svg import CHAR
+
+    start = datetime(2026, 7, 10, 9, tzinfo=UTC)
+    ranked = charts.rank_chart(
+        [charts.XYPoint(i, 1000.0 + i) for i in range(1, rows + 1)], key="r", title="t", unit="ns", desc="d"
+    )
+    dated = charts.timeline_chart(
+        [charts.XYPoint(start + timedelta(days=70 * i / rows), 1000.0 - i, best=True) for i in range(rows)],
+        key="d", title="t", unit="ns", desc="d",
+    )  # fmt: skip
+    for html, ranks in ((ranked, True), (dated, False)):
+        for svg in re.findall(r"<svg.*?</svg>", html):
+            width, labels = _tick_labels(svg)
+            assert labels
+            for x, text in labels:
+                # The label's estimated extent lies inside the viewBox: "2026-07-10" under the
+                # axis' start used to begin left of it.
+                assert len(text) * CHAR / 2 <= x <= width - len(text) * CHAR / 2, (x, text, width)
+                if ranks:
+                    assert 1 <= int(text) <= max(rows, 2), text  # no tick past the last position

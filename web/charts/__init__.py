@@ -268,9 +268,14 @@ def _xy(
             d.line(left, y, right, y, "grid")
             d.text(left - 6, y + FONT / 3, text, "tick", "end")
         for value, text in ticks:
+            if not x_low <= value <= x_high:  # a nice step past the last rank (30 for 25 rows)
+                continue
             x = left + width_x * (value - x_low) / span
             d.line(x, bottom, x, bottom + 4, "axis")
-            d.text(x, bottom + 18, text, "tick", "middle")
+            # Centred under its tick, but kept inside the drawing: a date at the axis' start
+            # ("2026-07-10" under x = 40) would otherwise begin left of the viewBox, cut off.
+            half = len(text) * CHAR / 2 + 2
+            d.text(min(max(x, half), width - half), bottom + 18, text, "tick", "middle")
         d.line(left, top - 6, left, bottom, "axis")
         d.line(left, bottom, right, bottom, "axis")
         d.text(4, 14, y_title, "label")
