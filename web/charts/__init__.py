@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from django.utils.safestring import SafeString, mark_safe
 
 from web.charts.scale import Scale, auto_scale, date_ticks, latency_unit, linear_scale, number_text
-from web.charts.svg import CHAR, FONT, Drawing, data_table, escape, fit, responsive
+from web.charts.svg import CHAR, FONT, Drawing, attr, data_table, escape, fit, responsive
 from web.templatetags.kiformat import latency, ratio, score
 
 __all__ = ["Mark", "Row", "Series", "XYPoint", "dot_chart", "rank_chart", "timeline_chart"]
@@ -263,19 +263,29 @@ def _xy(
         rise = bottom - top
         width_x, span = right - left, (x_high - x_low) or 1.0
 
+        # The grid's and ticks' fixed coordinates, written once per layout.
+        x1, x2, label_x = attr(left), attr(right), attr(left - 6)
         for fraction, text in tick_fractions:
             y = bottom - rise * fraction
-            d.line(left, y, right, y, "grid")
-            d.text(left - 6, y + FONT / 3, text, "tick", "end")
+            at = attr(y)
+            d.parts.append(f'<line class="grid" x1="{x1}" y1="{at}" x2="{x2}" y2="{at}"/>')
+            d.parts.append(
+                f'<text class="tick" x="{label_x}" y="{attr(y + FONT / 3)}" text-anchor="end">{escape(text)}</text>'
+            )
+        y1, y2, label_y = attr(bottom), attr(bottom + 4), attr(bottom + 18)
         for value, text in ticks:
             if not x_low <= value <= x_high:  # a nice step past the last rank (30 for 25 rows)
                 continue
             x = left + width_x * (value - x_low) / span
-            d.line(x, bottom, x, bottom + 4, "axis")
+            at = attr(x)
+            d.parts.append(f'<line class="axis" x1="{at}" y1="{y1}" x2="{at}" y2="{y2}"/>')
             # Centred under its tick, but kept inside the drawing: a date at the axis' start
             # ("2026-07-10" under x = 40) would otherwise begin left of the viewBox, cut off.
             half = len(text) * CHAR / 2 + 2
-            d.text(min(max(x, half), width - half), bottom + 18, text, "tick", "middle")
+            d.parts.append(
+                f'<text class="tick" x="{attr(min(max(x, half), width - half))}" y="{label_y}" '
+                f'text-anchor="middle">{escape(text)}</text>'
+            )
         d.line(left, top - 6, left, bottom, "axis")
         d.line(left, bottom, right, bottom, "axis")
         d.text(4, 14, y_title, "label")

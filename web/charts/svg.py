@@ -59,7 +59,7 @@ class Drawing:
     def path(self, points: Sequence[tuple[float, float]], cls: str) -> None:
         if len(points) < 2:
             return
-        d = "M" + " L".join(f"{attr(x)} {attr(y)}" for x, y in points)
+        d = "M" + " L".join([f"{attr(x)} {attr(y)}" for x, y in points])
         self.parts.append(f'<path class="{cls}" d="{d}"/>')
 
     def rect(self, x: float, y: float, w: float, h: float, cls: str, tip: str = "", *, escaped: bool = False) -> None:
@@ -73,12 +73,15 @@ class Drawing:
         """A marker whose shape, not only its colour, tells the series apart; ``escaped`` when
         ``tip`` is markup already (a chart drawn at two widths escapes each tooltip once)."""
         inner = f"<title>{tip if escaped else escape(tip)}</title>" if tip else ""
-        if shape == "square":
+        if shape == "circle":  # most marks: first
+            self.parts.append(f'<circle class="{cls}" cx="{attr(x)}" cy="{attr(y)}" r="4.5">{inner}</circle>')
+        elif shape == "square":
             at = f'x="{attr(x - 4)}" y="{attr(y - 4)}"'
             self.parts.append(f'<rect class="{cls}" {at} width="8" height="8">{inner}</rect>')
         elif shape == "diamond":
-            corners = ((x, y - 5.5), (x + 5.5, y), (x, y + 5.5), (x - 5.5, y))
-            pts = " ".join(f"{attr(a)},{attr(b)}" for a, b in corners)
+            # Corners top, right, bottom, left: six coordinates, each written once.
+            cx, cy = attr(x), attr(y)
+            pts = f"{cx},{attr(y - 5.5)} {attr(x + 5.5)},{cy} {cx},{attr(y + 5.5)} {attr(x - 5.5)},{cy}"
             self.parts.append(f'<polygon class="{cls}" points="{pts}">{inner}</polygon>')
         elif shape == "tick":
             self.parts.append(
