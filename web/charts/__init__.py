@@ -158,8 +158,13 @@ def dot_chart(
         if len(series) > 1:
             y = _legend(d, series, y, 4) + 8
         top = y
+        room = width - 8
         for row, row_marks in drawn:
-            d.text(4, y + 4, fit(row.label, width - 8), "rowlabel muted" if row.muted else "rowlabel")
+            label = escape(fit(row.label, room))
+            d.parts.append(
+                f'<text class="{"rowlabel muted" if row.muted else "rowlabel"}" x="4" y="{attr(y + 4)}" '
+                f'text-anchor="start">{label}</text>'
+            )
             track = y + 16
             for value, s, tip in row_marks:
                 if bars:
