@@ -40,13 +40,15 @@ def _time_ns(case: dict[str, Any], ns_keys: tuple[str, ...], ms_keys: tuple[str,
     """A per-case time from a workload or run case, whichever way its document names it."""
     for key in ns_keys:
         value = case.get(key)
+        if value is None:  # most keys are absent: a case names its times one way
+            continue
         if isinstance(value, dict):
             value = value.get("median", value.get("mean"))
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
     for key in ms_keys:
         value = case.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value) * 1e6
     return None
 
