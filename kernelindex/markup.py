@@ -1,6 +1,7 @@
 """Escaping for the pages. ``escape``: ``html.escape`` (Django's escaping: ``&amp; &lt; &gt;
-&quot; &#x27;``) that gives most values back as they are; ``element_text``: the three characters
-an element's text needs escaped, for long texts such as the run page's manifest.
+&quot; &#x27;``) that gives most values back as they are; ``conditional_escape``: the same for
+anything, markup (``__html__``) left as it is; ``element_text``: the three characters an
+element's text needs escaped, for long texts such as the run page's manifest.
 
 The pages write thousands of short values a request (numbers, dates, ids, SVG labels), and
 nearly none holds a character to escape. ``html.escape`` runs five ``str.replace`` calls on each
@@ -20,6 +21,14 @@ def escape(text: str) -> str:
     if "&" in text or "<" in text or ">" in text or '"' in text or "'" in text:
         return _escape(text)
     return text
+
+
+def conditional_escape(value: object) -> str:
+    """``value`` as Django's ``conditional_escape`` (and ``format_html``, and ``{{ value }}``)
+    writes it: markup as it is, anything else as text, escaped; a plain str, not a SafeString."""
+    if hasattr(value, "__html__"):
+        return value.__html__()
+    return escape(str(value))
 
 
 def element_text(value: str) -> SafeString:

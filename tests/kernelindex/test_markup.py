@@ -31,3 +31,15 @@ def test_element_text_escapes_what_an_element_needs_and_reads_back(text: str) ->
     )
     assert html.unescape(written) == text
     assert written.count('"') == text.count('"')  # quotes stay as they are: no attribute here
+
+
+@pytest.mark.parametrize("value", [*TEXTS, None, 3, 2.5])
+def test_conditional_escape_writes_what_djangos_writes(value: object) -> None:
+    from django.utils.html import conditional_escape as django_conditional_escape
+    from django.utils.safestring import mark_safe
+
+    from kernelindex.markup import conditional_escape
+
+    assert conditional_escape(value) == str(django_conditional_escape(value))
+    if isinstance(value, str):
+        assert conditional_escape(mark_safe(value)) == value  # markup stays as it is

@@ -18,16 +18,9 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
-from kernelindex.markup import escape
+from kernelindex.markup import conditional_escape as _text  # {{ value }} as a template writes it
 
 register = template.Library()
-
-
-def _text(value: Any) -> str:
-    """``{{ value }}`` as a template writes it: escaped unless safe already, None as "None"."""
-    if hasattr(value, "__html__"):
-        return value.__html__()
-    return escape(str(value))
 
 
 def _option(value: str, label: str, chosen: str) -> str:
