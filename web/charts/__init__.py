@@ -26,7 +26,18 @@ from datetime import UTC, datetime
 from django.utils.safestring import SafeString, mark_safe
 
 from web.charts.scale import Scale, auto_scale, date_ticks, latency_unit, linear_scale, number_text
-from web.charts.svg import CHAR, FONT, Drawing, attr, data_table, escape, fit, responsive
+from web.charts.svg import (
+    CHAR,
+    FONT,
+    Drawing,
+    attr,
+    data_table,
+    escape,
+    fit,
+    line_element,
+    responsive,
+    text_element,
+)
 from web.templatetags.kiformat import latency, ratio, score
 
 __all__ = ["Mark", "Row", "Series", "XYPoint", "dot_chart", "rank_chart", "timeline_chart"]
@@ -162,8 +173,7 @@ def dot_chart(
         for row, row_marks in drawn:
             label = escape(fit(row.label, room))
             d.parts.append(
-                f'<text class="{"rowlabel muted" if row.muted else "rowlabel"}" x="4" y="{attr(y + 4)}" '
-                f'text-anchor="start">{label}</text>'
+                text_element("rowlabel muted" if row.muted else "rowlabel", "4", attr(y + 4), "start", label)
             )
             track = y + 16
             for value, s, tip in row_marks:
@@ -273,24 +283,19 @@ def _xy(
         for fraction, text in tick_fractions:
             y = bottom - rise * fraction
             at = attr(y)
-            d.parts.append(f'<line class="grid" x1="{x1}" y1="{at}" x2="{x2}" y2="{at}"/>')
-            d.parts.append(
-                f'<text class="tick" x="{label_x}" y="{attr(y + FONT / 3)}" text-anchor="end">{escape(text)}</text>'
-            )
+            d.parts.append(line_element("grid", x1, at, x2, at))
+            d.parts.append(text_element("tick", label_x, attr(y + FONT / 3), "end", escape(text)))
         y1, y2, label_y = attr(bottom), attr(bottom + 4), attr(bottom + 18)
         for value, text in ticks:
             if not x_low <= value <= x_high:  # a nice step past the last rank (30 for 25 rows)
                 continue
             x = left + width_x * (value - x_low) / span
             at = attr(x)
-            d.parts.append(f'<line class="axis" x1="{at}" y1="{y1}" x2="{at}" y2="{y2}"/>')
+            d.parts.append(line_element("axis", at, y1, at, y2))
             # Centred under its tick, but kept inside the drawing: a date at the axis' start
             # ("2026-07-10" under x = 40) would otherwise begin left of the viewBox, cut off.
             half = len(text) * CHAR / 2 + 2
-            d.parts.append(
-                f'<text class="tick" x="{attr(min(max(x, half), width - half))}" y="{label_y}" '
-                f'text-anchor="middle">{escape(text)}</text>'
-            )
+            d.parts.append(text_element("tick", attr(min(max(x, half), width - half)), label_y, "middle", escape(text)))
         d.line(left, top - 6, left, bottom, "axis")
         d.line(left, bottom, right, bottom, "axis")
         d.text(4, 14, y_title, "label")

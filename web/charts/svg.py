@@ -41,6 +41,16 @@ def attr(value: float) -> str:
     return text[:-2] if text[-1] == "0" else text
 
 
+def line_element(cls: str, x1: str, y1: str, x2: str, y2: str) -> str:
+    """A ``<line>`` from coordinates ``attr`` wrote: a layout's grid repeats most of them."""
+    return f'<line class="{cls}" x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}"/>'
+
+
+def text_element(cls: str, x: str, y: str, anchor: str, content: str) -> str:
+    """A ``<text>`` from coordinates ``attr`` wrote and ``content`` escaped already."""
+    return f'<text class="{cls}" x="{x}" y="{y}" text-anchor="{anchor}">{content}</text>'
+
+
 @dataclass
 class Drawing:
     """SVG elements of one layout, appended in paint order."""
@@ -49,12 +59,10 @@ class Drawing:
     parts: list[str] = field(default_factory=list)
 
     def text(self, x: float, y: float, content: str, cls: str = "tick", anchor: str = "start") -> None:
-        self.parts.append(
-            f'<text class="{cls}" x="{attr(x)}" y="{attr(y)}" text-anchor="{anchor}">{escape(content)}</text>'
-        )
+        self.parts.append(text_element(cls, attr(x), attr(y), anchor, escape(content)))
 
     def line(self, x1: float, y1: float, x2: float, y2: float, cls: str) -> None:
-        self.parts.append(f'<line class="{cls}" x1="{attr(x1)}" y1="{attr(y1)}" x2="{attr(x2)}" y2="{attr(y2)}"/>')
+        self.parts.append(line_element(cls, attr(x1), attr(y1), attr(x2), attr(y2)))
 
     def path(self, points: Sequence[tuple[float, float]], cls: str) -> None:
         if len(points) < 2:
