@@ -1,4 +1,4 @@
-"""kernelindex.markup: escape writes what html.escape (Django's escaping) writes; element_text
+"""kernelindex.markup: escape and conditional_escape write what Django writes; element_text
 escapes what an element's text needs and reads back."""
 
 from __future__ import annotations
