@@ -437,9 +437,12 @@ class Run(LoadedQuickly, models.Model):
     timing_json = models.TextField(null=True, blank=True, editable=False)
     metrics_json = models.TextField(null=True, blank=True, editable=False)
 
-    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="runs")
-    # No index of their own: the composite indexes below lead with them.
-    benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="runs", db_index=False)
+    # Its group's source and benchmark, kept for the indexes below (benchmark has none of its own:
+    # they lead with it). No constraints: the group's vouches for them (runs/migrations/0015).
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="runs", db_constraint=False)
+    benchmark = models.ForeignKey(
+        Benchmark, on_delete=models.PROTECT, related_name="runs", db_index=False, db_constraint=False
+    )
     group = models.ForeignKey(ComparisonGroup, on_delete=models.PROTECT, related_name="runs", db_index=False)
     protocol = models.ForeignKey(Protocol, on_delete=models.PROTECT, related_name="runs")
     environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="runs")
@@ -567,9 +570,8 @@ class Run(LoadedQuickly, models.Model):
 
     @property
     def shown_workload(self) -> Workload | None:
-        """The workload the run declares when the index has it; otherwise its benchmark's
-        current workload (the source's workload for that benchmark). The declared digest is
-        shown as declared either way."""
+        """The workload the run declares when the index has it, else its benchmark's current one
+        (the source's workload for that benchmark); the declared digest is shown either way."""
         return self.workload or self.benchmark.workload
 
 
@@ -592,9 +594,7 @@ class RunRevision(LoadedQuickly, models.Model):
 
     class Meta:
         ordering = ["run", "number"]
-        constraints = [
-            models.UniqueConstraint(fields=["run", "number"], name="run_revision_unique_number"),
-        ]
+        constraints = [models.UniqueConstraint(fields=["run", "number"], name="run_revision_unique_number")]
 
     def __str__(self) -> str:
         return f"{self.run} revision {self.number}"

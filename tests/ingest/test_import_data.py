@@ -13,6 +13,7 @@ import orjson
 import pytest
 from django.core.management import call_command
 from django.db import transaction
+from django.db.models import F
 
 from ingest.catalogue import merge_cases
 from ingest.formats.base import load
@@ -315,6 +316,16 @@ def test_every_run_keeps_its_specs_timing_and_metrics_as_the_api_spells_them(imp
         metrics = run.spec["sourceNative"].get("metrics")
         expected = orjson.dumps(metrics, option=orjson.OPT_SORT_KEYS).decode() if isinstance(metrics, dict) else None
         assert run.metrics_json == expected, run.public_id
+
+
+def test_every_run_has_its_groups_source_and_benchmark(imported_data: None) -> None:
+    """Run.source and Run.benchmark carry no database constraint of their own (runs/migrations/
+    0015): the group's vouches for them because they are always the group's."""
+    assert Run.objects.count() > 250
+    assert not Run.objects.exclude(source=F("group__source")).exists()
+    assert not Run.objects.exclude(benchmark=F("group__benchmark")).exists()
+    # And they point at rows that exist (the join would drop a run whose source is gone).
+    assert Run.objects.filter(source__slug__gt="", benchmark__native_id__gt="").count() == Run.objects.count()
 
 
 def test_dry_run_writes_nothing(db: Any) -> None:
