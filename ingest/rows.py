@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+import orjson
 from django.db import connection
 from django.utils import timezone
+from psycopg.types.json import set_json_dumps
 
 
 def model_attributes(obj: Any) -> dict[str, Any]:
@@ -43,7 +44,10 @@ def insert_rows(model: type, rows: list[dict[str, Any]]) -> list[int]:
         return [obj.pk for obj in objs]
     table = model._meta.db_table
     quote = connection.ops.quote_name
-    json_columns = [i for i, f in enumerate(fields) if f.get_internal_type() == "JSONField"]
+    # Binary COPY: the server parses no text (timestamps, numbers) and psycopg formats none, each
+    # column sent as its type (a 20,000-run COPY on PostgreSQL 15: 1.42 → 1.28 s of the server's
+    # CPU, 0.32 → 0.17 s of ours).
+    types = [_copy_type(f) for f in [model._meta.pk, *fields]]
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
@@ -51,10 +55,16 @@ def insert_rows(model: type, rows: list[dict[str, Any]]) -> list[int]:
         )
         pks = [pk for (pk,) in cursor.fetchall()]
         names = ", ".join(quote(c) for c in [model._meta.pk.column] + [f.column for f in fields])
-        with cursor.cursor.copy(f"COPY {quote(table)} ({names}) FROM STDIN") as copy:
+        set_json_dumps(orjson.dumps, cursor.cursor)
+        with cursor.cursor.copy(f"COPY {quote(table)} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(types)
             for pk, row in zip(pks, rows, strict=True):
-                values = [pk] + [row.get(name, default) for name, default in columns]
-                for index in json_columns:
-                    values[index + 1] = json.dumps(values[index + 1])
-                copy.write_row(values)
+                copy.write_row([pk] + [row.get(name, default) for name, default in columns])
     return pks
+
+
+def _copy_type(field: Any) -> str:
+    """The PostgreSQL type a binary COPY sends a field's values as ("varchar(71)" → "varchar")."""
+    # A key's own type is its references' ("bigserial" is "bigint").
+    db_type = field.rel_db_type(connection) if field.primary_key else field.db_type(connection)
+    return db_type.split("(", 1)[0].strip()
