@@ -175,15 +175,11 @@ def _import_batch(session: ImportSession, bundles: list[VerifiedBundle], result:
         for name, value in fields.items():
             if name in SUMMARIES:  # parts of the document: a change to them is one to it
                 continue
-            attname = (
-                name + "_id"
-                if name in {"source", "benchmark", "group", "protocol", "environment", "workload", "implementation"}
-                else name
-            )
-            old = getattr(run, attname)
-            new = value.pk if hasattr(value, "pk") and attname.endswith("_id") else value
-            if value is None and attname.endswith("_id"):
-                new = None
+            column = _FOREIGN_KEYS.get(name)
+            if column is None:
+                old, new = getattr(run, name), value
+            else:
+                old, new = getattr(run, column), None if value is None else value.pk
             if old != new:
                 changes[name] = [_jsonable(old), _jsonable(new)]
         if not changes:
@@ -223,9 +219,10 @@ def _import_batch(session: ImportSession, bundles: list[VerifiedBundle], result:
 
 def _new_row(fields: dict[str, Any], identity: str, public_id: str, published_at: datetime) -> dict[str, Any]:
     """A new run's columns for ``insert_rows`` (foreign keys as ids)."""
-    row = {name: value for name, value in fields.items() if name not in _FOREIGN_KEYS}
-    for name in _FOREIGN_KEYS:
-        row[name + "_id"] = fields[name].pk if fields[name] is not None else None
+    row = dict(fields)
+    for name, column in _FOREIGN_KEYS.items():
+        value = row.pop(name)
+        row[column] = None if value is None else value.pk
     row.update(identity=identity, public_id=public_id, published_at=published_at, revision=1)
     return row
 
@@ -304,7 +301,11 @@ def _insert_pending(session: ImportSession) -> set[int]:
     return fresh
 
 
-_FOREIGN_KEYS = ("source", "benchmark", "group", "protocol", "environment", "workload", "implementation")
+# The run's foreign keys and their columns.
+_FOREIGN_KEYS = {
+    name: f"{name}_id"
+    for name in ("source", "benchmark", "group", "protocol", "environment", "workload", "implementation")
+}
 
 
 def _free_public_id(identity: str, taken: set[str]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import orjson
@@ -56,10 +57,15 @@ def insert_rows(model: type, rows: list[dict[str, Any]]) -> list[int]:
         pks = [pk for (pk,) in cursor.fetchall()]
         names = ", ".join(quote(c) for c in [model._meta.pk.column] + [f.column for f in fields])
         set_json_dumps(orjson.dumps, cursor.cursor)
+        # A row's values in the columns' order: the defaults overlaid with the row and its key,
+        # then read out in C (a .get() per column per row was a tenth of an import's own CPU).
+        key = model._meta.pk.attname
+        values = operator.itemgetter(key, *(name for name, _ in columns))
+        defaults_of = dict(columns)
         with cursor.cursor.copy(f"COPY {quote(table)} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types(types)
             for pk, row in zip(pks, rows, strict=True):
-                copy.write_row([pk] + [row.get(name, default) for name, default in columns])
+                copy.write_row(values({**defaults_of, **row, key: pk}))
     return pks
 
 
