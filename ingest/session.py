@@ -6,15 +6,17 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 
 from ingest.lookups import Lookups
 from ingest.records import A_DATA_QUALITY
-from ingest.rows import insert_rows, model_attributes
+from ingest.rows import insert_rows
 from kernelindex import canonical
 from kernelindex.gpus import architecture_for, normalise_product
 from runs.identity import benchmark_target, evidence_level_for
 from runs.manifests import (
+    A_PROVENANCE_URL,
     A_PUBLIC_REASON,
     A_PUBLISHED,
     A_QUARANTINED,
@@ -77,6 +79,8 @@ class ImportSession(Lookups):
         self.pending_public_ids: set[str] = set()
         self.touched_groups: set[int] = set()
         self.now = timezone.now()
+        # Annotation values already checked (``_once``).
+        self._checked: dict[tuple[str, str], Any] = {}
 
     def describe(self, bundle: VerifiedBundle) -> tuple[str, str]:
         """(actor label, reason) recorded on the revision this bundle writes."""
@@ -104,19 +108,23 @@ class ImportSession(Lookups):
             missing = [digest for digest in wanted if digest not in existing]
             if role == "implementation" and missing:
                 self.prefetch_projects(str(wanted[digest].docs[role]["spec"].get("project", "")) for digest in missing)
-            new = [self._document_row(role, model, digest, wanted[digest]) for digest in missing]
-            if new:
-                for obj, pk in zip(new, insert_rows(model, [model_attributes(obj) for obj in new]), strict=True):
-                    obj.pk = pk
-                existing.update({obj.digest: obj for obj in new})
+            # Column values, not model instances (building 100,000 implementations was a tenth of
+            # an import's own CPU); the runs get what the lookup above gives: pk, digest (and
+            # submitter), as loaded rows.
+            rows = [self._document_row(role, digest, wanted[digest]) for digest in missing]
+            names = ["id", *columns[1:]]
+            for row, pk in zip(rows, insert_rows(model, rows), strict=True):
+                values = [pk, *(row[name] for name in columns[1:])]
+                existing[row["digest"]] = model.from_db(DEFAULT_DB_ALIAS, names, values)
             found[role] = existing
         return found
 
-    def _document_row(self, role: str, model: type, digest: str, bundle: VerifiedBundle) -> Any:
+    def _document_row(self, role: str, digest: str, bundle: VerifiedBundle) -> dict[str, Any]:
+        """The columns of a new document row (``insert_rows``)."""
         doc = bundle.docs[role]
         metadata = doc.get("metadata", {})
         spec = doc["spec"]
-        common = {
+        row = {
             "digest": digest,
             "name": str(metadata.get("name", ""))[:200],
             "title": str(metadata.get("title", ""))[:300],
@@ -125,37 +133,46 @@ class ImportSession(Lookups):
         if role == "protocol":
             harness = spec.get("harness") if isinstance(spec.get("harness"), dict) else {}
             measurement = spec.get("measurement") if isinstance(spec.get("measurement"), dict) else {}
-            return Protocol(
-                **common,
+            row.update(
                 harness_name=str(harness.get("name", ""))[:200],
                 harness_version=str(harness.get("version", ""))[:100],
                 family=str((spec.get("comparability") or {}).get("family", ""))[:100],
                 timer=str(measurement.get("timer", ""))[:100],
                 primary_statistic=str(measurement.get("primaryStatistic", ""))[:50],
             )
-        if role == "environment":
+        elif role == "environment":
             hardware = spec.get("hardware") if isinstance(spec.get("hardware"), dict) else {}
             product = normalise_product(str(hardware.get("product", "")))
-            return Environment(
-                **common,
+            row.update(
                 vendor=str(hardware.get("vendor", ""))[:100],
                 product=product,
                 architecture=str(hardware.get("architecture") or architecture_for(product))[:50],
             )
-        if role == "workload":
+        elif role == "workload":
             target = spec.get("benchmark") if isinstance(spec.get("benchmark"), dict) else {}
             benchmark = None
             if target.get("source") and target.get("nativeId"):
                 benchmark = self.benchmark(self.source(str(target["source"]), bundle.origin), str(target["nativeId"]))
             cases = spec.get("cases") if isinstance(spec.get("cases"), list) else []
-            return Workload(**common, benchmark=benchmark, case_count=len(cases))
-        project = self.project(str(spec.get("project", "")))
-        return Implementation(
-            **common,
-            project=project,
-            submitter=str(spec.get("submitter", ""))[:300],
-            revision=str(spec.get("revision", ""))[:300],
-        )
+            row.update(benchmark_id=benchmark.pk if benchmark else None, case_count=len(cases))
+        else:
+            project = self.project(str(spec.get("project", "")))
+            row.update(
+                project_id=project.pk if project else None,
+                submitter=str(spec.get("submitter", ""))[:300],
+                revision=str(spec.get("revision", ""))[:300],
+            )
+        return row
+
+    def _once(self, kind: str, value: Any, check: Callable[[], Any]) -> Any:
+        """``check()`` of a string annotation, once per value in this import: the rows of one file
+        share their provenance. A refused value raises every time, naming its own row."""
+        if not isinstance(value, str):
+            return check()
+        key = (kind, value)
+        if key not in self._checked:
+            self._checked[key] = check()
+        return self._checked[key]
 
     # -- runs -----------------------------------------------------------------------------
     def run_fields(self, bundle: VerifiedBundle, docs: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -187,12 +204,15 @@ class ImportSession(Lookups):
             else None
         )
         # Every path (importers' snapshots and sidecars, trusted exports) passes here.
-        provenance = check_provenance_url(annotations, origin)
+        provenance = self._once(
+            "provenance", annotations.get(A_PROVENANCE_URL, ""), lambda: check_provenance_url(annotations, origin)
+        )
         source_rank = annotations.get(A_SOURCE_RANK)
         if isinstance(source_rank, int) and not isinstance(source_rank, bool) and not INT_MIN <= source_rank <= INT_MAX:
             raise ManifestError(f"{origin}: {A_SOURCE_RANK} must be an integer from {INT_MIN} to {INT_MAX}")
         moderation = moderation_from_annotations(annotations, origin) if self.trust_annotations else {}
         document = bundle.texts.get("run") or canonical.dumps_str(bundle.run)
+        retrieved = annotations.get(A_RETRIEVED_AT)
         return {
             "digest": bundle.digests["run"],
             "document": document,
@@ -230,7 +250,9 @@ class ImportSession(Lookups):
             "published_at_hint": published,
             "moderation_hint": moderation,
             "provenance_url": provenance,
-            "retrieved_at": parse_timestamp(annotations.get(A_RETRIEVED_AT), where=f"{origin}: {A_RETRIEVED_AT}"),
+            "retrieved_at": self._once(
+                "retrieved", retrieved, lambda: parse_timestamp(retrieved, where=f"{origin}: {A_RETRIEVED_AT}")
+            ),
             "data_quality_note": str(annotations.get(A_DATA_QUALITY) or ""),
         }
 

@@ -8,6 +8,7 @@ one GPU land in one comparison group.
 
 from __future__ import annotations
 
+import functools
 import re
 
 # GPU product names as sources write them → one normalised product name.
@@ -53,6 +54,7 @@ _ARCHITECTURES = [
 _VENDORS = [("NVIDIA ", "nvidia"), ("AMD ", "amd")]
 
 
+@functools.lru_cache(maxsize=1024)  # an import asks once per run, about a handful of names
 def normalise_product(name: str) -> str:
     """'B200', 'nvidia b200' and 'NVIDIA B200' are one product: 'NVIDIA B200'."""
     cleaned = re.sub(r"\s+", " ", name or "").strip()
