@@ -112,7 +112,7 @@ class ImportSession(Lookups):
             # an import's own CPU); the runs get what the lookup above gives: pk, digest (and
             # submitter), as loaded rows.
             rows = [self._document_row(role, digest, wanted[digest]) for digest in missing]
-            names = ["id", *columns[1:]]
+            names = [model._meta.pk.attname, *columns[1:]]
             for row, pk in zip(rows, insert_rows(model, rows), strict=True):
                 values = [pk, *(row[name] for name in columns[1:])]
                 existing[row["digest"]] = model.from_db(DEFAULT_DB_ALIAS, names, values)
