@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count, Max, Q, Sum
 
 from runs.bulk import update_rows
@@ -54,14 +55,21 @@ def _models(apps: Any = None) -> dict[str, Any]:
     return {name: getattr(models, name) for name in names}
 
 
-def refresh(group_ids: Iterable[int], apps: Any = None) -> None:
-    """Recompute the figures of these groups, then of their benchmarks, sources and projects.
+def refresh(group_ids: Iterable[int], apps: Any = None, run_ids: Iterable[int] | None = None) -> None:
+    """Recompute the figures of these groups, then of their benchmarks, sources, environments
+    and projects.
 
     One grouped query over the touched groups' runs (an index range, or one scan whatever the
     planner's statistics say), sums over the groups for benchmarks and sources, distinct
-    submitters over the touched benchmarks' and sources' runs, and an update of the rows whose
-    figures changed. A correlated subquery per group took minutes on PostgreSQL when the runs
-    table's statistics were stale (a fresh import inside one transaction)."""
+    submitters over the touched benchmarks' runs and, one index descent per submitter, the
+    sources', and an update of the rows whose figures changed. A correlated subquery per group
+    took minutes on PostgreSQL when the runs table's statistics were stale (a fresh import
+    inside one transaction).
+
+    ``run_ids``, when the writer knows them (a moderation action changes one run), are the runs
+    that changed: only their environments and projects are recounted, not those of every run of
+    their groups (at 1,000,000 runs, one group's 1,000 runs named 1,000 projects: 1.3 s).
+    """
     m = _models(apps)
     Run, ComparisonGroup = m["Run"], m["ComparisonGroup"]
     group_ids = sorted(set(group_ids))
@@ -101,9 +109,13 @@ def refresh(group_ids: Iterable[int], apps: Any = None) -> None:
             published_runs=Sum("published_runs"),
             last_observed_at=Max("last_observed_at"),
         )
-        _merge(
-            figures, _rows(submitters.filter(**mine).values(field), submitter_count=Count("submitter", distinct=True))
-        )
+        if model is m["Source"]:
+            _merge(figures, source_submitter_counts(ids, apps))
+        else:
+            _merge(
+                figures,
+                _rows(submitters.filter(**mine).values(field), submitter_count=Count("submitter", distinct=True)),
+            )
         if "gpu_count" in figures_of:
             live = all_groups.filter(**mine, published_runs__gt=0).values(field)
             _merge(
@@ -117,22 +129,53 @@ def refresh(group_ids: Iterable[int], apps: Any = None) -> None:
         rows = list(model.objects.filter(pk__any=ids).only("pk", *figures_of))
         _store(model, rows, figures, dict(figures_of))
 
-    # The environments and projects of the touched groups' runs, in one pass over them.
-    pairs = set(
-        Run.objects.filter(group_id__any=group_ids)
-        .order_by()
-        .values_list("environment_id", "implementation__project_id")
-        .distinct()
-    )
+    # The environments and projects of the changed runs, or of the touched groups' runs, in one
+    # pass over them.
+    changed = Run.objects.filter(group_id__any=group_ids) if run_ids is None else Run.objects.filter(pk__any=run_ids)
+    pairs = set(changed.order_by().values_list("environment_id", "implementation__project_id").distinct())
     environment_ids = {environment_id for environment_id, _ in pairs}
     project_ids = {project_id for _, project_id in pairs if project_id is not None}
+    # COUNT(*), not of a column: PostgreSQL counts from the environment's index alone.
     figures = _rows(
-        published.filter(environment_id__any=environment_ids).values("environment_id"), published_runs=Count("pk")
+        published.filter(environment_id__any=environment_ids).values("environment_id"), published_runs=Count("*")
     )
     environments = m["Environment"].objects.filter(pk__any=environment_ids).only("pk", *ENVIRONMENT_FIGURES)
     _store(m["Environment"], list(environments), figures, dict(ENVIRONMENT_FIGURES))
 
     refresh_projects(project_ids, apps)
+
+
+def source_submitter_counts(source_ids: Iterable[int], apps: Any = None) -> dict[int, dict[str, int]]:
+    """{source id: {"submitter_count": n}}: the distinct submitters of each source's published,
+    non-reference runs, read from the (source, submitter) index one submitter at a time (a
+    recursive query: the next submitter after the last one found, until there is none), so
+    the cost follows the number of submitters, not of runs (COUNT(DISTINCT) over a source of
+    977,300 runs: 1,385 ms; this: 31 ms, on PostgreSQL 15)."""
+    m = _models(apps)
+    ids = sorted(set(source_ids))
+    if not ids:
+        return {}
+    quote = connection.ops.quote_name
+    runs, sources = quote(m["Run"]._meta.db_table), quote(m["Source"]._meta.db_table)
+
+    def next_submitter(source: str, after: str) -> str:
+        return (
+            f"(SELECT r.submitter FROM {runs} r WHERE r.source_id = {source} AND r.visibility = 'published'"
+            f" AND NOT r.is_reference{after} ORDER BY r.submitter LIMIT 1)"
+        )
+
+    sql = (
+        f"WITH RECURSIVE walk (source_id, submitter) AS ("
+        f" SELECT s.id, {next_submitter('s.id', '')} FROM {sources} s"
+        f" WHERE s.id IN ({', '.join(['%s'] * len(ids))})"
+        f" UNION ALL"
+        f" SELECT w.source_id, {next_submitter('w.source_id', ' AND r.submitter > w.submitter')}"
+        f" FROM walk w WHERE w.submitter IS NOT NULL"
+        f") SELECT source_id, COUNT(submitter) FROM walk GROUP BY source_id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, ids)
+        return {source_id: {"submitter_count": n} for source_id, n in cursor.fetchall()}
 
 
 def refresh_projects(project_ids: Iterable[int], apps: Any = None) -> None:

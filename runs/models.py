@@ -382,9 +382,8 @@ LISTING_DEFERRED = (
     "protocol__document",
     "environment__document",
     "implementation__document",
-    # What only the run's own page (runs.selectors.run_get) and the objects' pages show: their
-    # counts, dates and long texts. A list read 126 columns a row, 18 of them dates, which
-    # SQLite's backend parses one by one.
+    # What only the run's own page (runs.selectors.run_get) and the objects' pages show: counts,
+    # dates, long texts. A list read 126 columns a row, 18 of them dates SQLite parses one by one.
     *("status_detail", "provenance_url", "retrieved_at", "data_quality_note", "public_reason", "updated_at"),
     *(f"{source}__{name}" for source in ("source", "benchmark__source") for name in _SOURCE_OWN),
     *("benchmark__tags", "benchmark__hf_model_id", "benchmark__published_runs", "benchmark__submitter_count"),
@@ -410,8 +409,7 @@ class RunQuerySet(models.QuerySet):
 
     def for_listing(self) -> RunQuerySet:
         # One JOIN for everything a list row shows; avoids a query per row. The related rows'
-        # documents and long texts stay in the database: a list shows their names and digests,
-        # and a page of 100 rows would otherwise carry ~10 kB of them per row.
+        # documents and long texts stay in the database (~10 kB a row a list never shows).
         return self.select_related(
             "source",
             "benchmark",
@@ -437,9 +435,11 @@ class Run(LoadedQuickly, models.Model):
     timing_json = models.TextField(null=True, blank=True, editable=False)
     metrics_json = models.TextField(null=True, blank=True, editable=False)
 
-    # Its group's source and benchmark, kept for the indexes below (benchmark has none of its own:
+    # Its group's source and benchmark, kept for the indexes below (neither has one of its own:
     # they lead with it). No constraints: the group's vouches for them (runs/migrations/0015).
-    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="runs", db_constraint=False)
+    source = models.ForeignKey(
+        Source, on_delete=models.PROTECT, related_name="runs", db_index=False, db_constraint=False
+    )
     benchmark = models.ForeignKey(
         Benchmark, on_delete=models.PROTECT, related_name="runs", db_index=False, db_constraint=False
     )
@@ -496,20 +496,20 @@ class Run(LoadedQuickly, models.Model):
 
     class Meta:
         ordering = ["-observed_at", "public_id"]
-        # One index per list the pages and the API offer, in the list's own order, so a page
-        # of any of them reads a few index entries however many runs there are
-        # (tests/runs/test_indexes.py asks PostgreSQL's EXPLAIN).
+        # One index per list the pages and the API offer, in the list's own order, so a page of any
+        # reads a few index entries however many runs there are (tests/runs/test_indexes.py).
         indexes = [
             models.Index(fields=["group", "rank"]),  # leaders, a benchmark's top runs
+            # A source's runs, and its distinct submitters read one per index descent (runs.counts).
+            models.Index(fields=["source", "submitter"], name="run_source_submitter"),
             # (a group's ranking page in its rule's order: runs/migrations/0007, PostgreSQL only)
             # newest_first(): latest runs (home, sources), /api/v1/runs/ in its default order
             # (-observedAt); filtered by benchmark; one submitter's runs.
             newest_first_index("run_newest_first"),
             newest_first_index("run_api_benchmark_observed", "benchmark"),
             newest_first_index("run_submitter_observed", "submitter"),
-            # A source's and an environment's latest runs (their pages): without these a small
-            # source walked the whole newest-first index, and an environment's page read the
-            # runs table (measured at 1M runs).
+            # A source's and an environment's latest runs (their pages): without these a small source
+            # walked the whole newest-first index, an environment's page the runs table (1M runs).
             newest_first_index("run_source_observed", "source"),
             newest_first_index("run_environment_observed", "environment"),
         ]
