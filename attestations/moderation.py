@@ -277,7 +277,7 @@ def _run_change(*, run: Run, actor: Any, reason: str, action: ModerationAction, 
         payload={"before": before, "after": changes},
     )
     # Hidden, retracted and quarantined runs leave the ranking; restored ones re-enter it.
-    ranking.recompute_groups([run.group_id])
+    ranking.recompute_groups([run.group_id], run_ids=[run.pk])
     return run
 
 

@@ -118,13 +118,14 @@ def compute_ranks(rows: Iterable[RankRow], rule: RankingRule) -> dict[int, int |
     return ranks
 
 
-def recompute_groups(group_ids: Iterable[int]) -> int:
+def recompute_groups(group_ids: Iterable[int], run_ids: Iterable[int] | None = None) -> int:
     """Recompute and store the rank of every run in these groups. Returns rows changed.
 
     One query loads the groups, one loads their runs, one bulk update writes the changes; the
     groups whose number of ranked runs changed get it stored too (``ranked_count``, the M of
     "rank N of M"), so no page counts a group's ranked runs per row.
-    The groups' stored run counts are refreshed with them (``runs.counts``).
+    The groups' stored run counts are refreshed with them (``runs.counts``; ``run_ids``, the
+    runs that changed when the writer knows them, narrow what that recounts).
     """
     from runs import counts as stored_counts
     from runs.models import ComparisonGroup, Run
@@ -132,7 +133,7 @@ def recompute_groups(group_ids: Iterable[int]) -> int:
     group_ids = sorted(set(group_ids))
     if not group_ids:
         return 0
-    stored_counts.refresh(group_ids)
+    stored_counts.refresh(group_ids, run_ids=run_ids)
     groups = {
         group.pk: group
         for group in ComparisonGroup.objects.filter(pk__any=group_ids).only(
