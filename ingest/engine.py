@@ -123,6 +123,7 @@ def import_bundles(
         ranked = _insert_pending(session)
         ranking.recompute_groups(session.touched_groups - ranked)
         counts.refresh(ranked)  # recompute_groups refreshed the others
+        counts.refresh_left(session.left_environments, session.left_implementations)
         if result.created or result.updated:  # what the pages show changed
             bump_data_version()
     return result
@@ -188,8 +189,13 @@ def _import_batch(session: ImportSession, bundles: list[VerifiedBundle], result:
             session.touched_groups.add(run.group_id)
             continue
         previous_digest = run.digest
-        # A run that moves to another group leaves a gap in its old group's ranks and figures.
+        # A run that moves to another group leaves a gap in its old group's ranks and figures,
+        # one that changes environment or implementation in the old one's and its project's.
         session.touched_groups.add(run.group_id)
+        if "environment" in changes:
+            session.left_environments.add(run.environment_id)
+        if "implementation" in changes:
+            session.left_implementations.add(run.implementation_id)
         label, why = session.describe(_bundle)
         for name, value in fields.items():
             setattr(run, name, value)

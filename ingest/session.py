@@ -78,6 +78,9 @@ class ImportSession(Lookups):
         self.pending: dict[str, tuple[dict[str, Any], tuple[str, str]]] = {}
         self.pending_public_ids: set[str] = set()
         self.touched_groups: set[int] = set()
+        # The environments and implementations that changed runs had before (runs.counts.refresh_left).
+        self.left_environments: set[int] = set()
+        self.left_implementations: set[int | None] = set()
         self.now = timezone.now()
         # Annotation values already checked (``_once``).
         self._checked: dict[tuple[str, str], Any] = {}

@@ -136,14 +136,34 @@ def refresh(group_ids: Iterable[int], apps: Any = None, run_ids: Iterable[int] |
     pairs = set(changed.order_by().values_list("environment_id", "implementation__project_id").distinct())
     environment_ids = {environment_id for environment_id, _ in pairs}
     project_ids = {project_id for _, project_id in pairs if project_id is not None}
+    refresh_environments(environment_ids, apps)
+    refresh_projects(project_ids, apps)
+
+
+def refresh_left(environment_ids: Iterable[int], implementation_ids: Iterable[int | None]) -> None:
+    """Recount the environments and the implementations' projects that runs left (a re-import
+    that changed a run's environment or implementation): ``refresh`` reaches those the runs
+    have now, and a group's runs may no longer name the old ones at all."""
+    from runs.models import Implementation
+
+    refresh_environments(environment_ids)
+    implementation_ids = {pk for pk in implementation_ids if pk is not None}
+    if implementation_ids:
+        projects = Implementation.objects.filter(pk__any=implementation_ids, project__isnull=False)
+        refresh_projects(projects.values_list("project_id", flat=True).distinct())
+
+
+def refresh_environments(environment_ids: Iterable[int], apps: Any = None) -> None:
+    """Recount these environments' published runs."""
+    m = _models(apps)
+    environment_ids = set(environment_ids)
+    if not environment_ids:
+        return
     # COUNT(*), not of a column: PostgreSQL counts from the environment's index alone.
-    figures = _rows(
-        published.filter(environment_id__any=environment_ids).values("environment_id"), published_runs=Count("*")
-    )
+    published = m["Run"].objects.filter(visibility="published", environment_id__any=environment_ids).order_by()
+    figures = _rows(published.values("environment_id"), published_runs=Count("*"))
     environments = m["Environment"].objects.filter(pk__any=environment_ids).only("pk", *ENVIRONMENT_FIGURES)
     _store(m["Environment"], list(environments), figures, dict(ENVIRONMENT_FIGURES))
-
-    refresh_projects(project_ids, apps)
 
 
 def source_submitter_counts(source_ids: Iterable[int], apps: Any = None) -> dict[int, dict[str, int]]:

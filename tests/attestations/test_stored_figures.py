@@ -10,7 +10,10 @@ from django.core.management import call_command
 from django.db.models import Count, Max, Q
 
 from attestations import moderation
+from ingest.engine import import_bundles
+from kernelindex import canonical
 from runs import counts
+from runs.manifests import bundle_export, bundle_verify
 from runs.models import Benchmark, ComparisonGroup, Environment, Project, Run, Source
 from tests.factories import FIRST_BATCH_AND_RERUNS
 
@@ -137,3 +140,28 @@ def test_manage_py_recount_repairs_figures_changed_by_hand():
     assert stored() != right
     call_command("recount", stdout=open("/dev/null", "w"))  # noqa: SIM115
     assert stored() == right == counted()
+
+
+@pytest.mark.parametrize(
+    ("document", "path", "value"),
+    [
+        ("environment", ("software", "libraries"), {"cuda": "12.8"}),
+        ("implementation", (), {"project": "a project of its own"}),
+    ],
+)
+def test_a_run_that_changes_environment_or_project_leaves_the_old_ones_figures_right(document, path, value):
+    """A re-import that gives a run another environment (or implementation, of another project)
+    recounts the one it left, even when no run of its group names that one any more."""
+    call_command("import", *map(str, FIRST_BATCH_AND_RERUNS), stdout=open("/dev/null", "w"))  # noqa: SIM115
+    run = Run.objects.filter(**{f"{document}__isnull": False}).order_by("pk").first()
+    bundle = bundle_export(run)
+    assert document in bundle
+    spec = bundle[document]["spec"]
+    for key in path:
+        spec = spec[key]
+    spec.update(value)
+    bundle["run"]["spec"][f"{document}Digest"] = canonical.digest_of(bundle[document])
+    left = getattr(run, f"{document}_id")
+    assert import_bundles([bundle_verify(bundle)], trust_annotations=True).updated == 1
+    assert getattr(Run.objects.get(pk=run.pk), f"{document}_id") != left
+    assert stored() == counted()
