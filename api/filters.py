@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,6 +31,7 @@ from runs.models import (
     Protocol,
     Run,
     RunStatus,
+    Source,
     Workload,
 )
 
@@ -184,25 +186,62 @@ class GpuFilter(django_filters.CharFilter):
         return queryset.filter(**{self.field_name: normalise_product(value)})
 
 
+class RunColumnFilter(django_filters.CharFilter):
+    """A run filter on a related row (a source by slug, a GPU's environments) asked of the run's
+    own column: the related rows' ids are looked up first, one small query, so PostgreSQL plans
+    with that column's statistics and, for one id, walks the index that leads with it.
+
+    Through the join, the planner could not tell a 33-run source from a 977,300-run one: it
+    walked every run newest first looking for a page of them (?source=kernelindex 3.6 s,
+    ?project=flashinfer 12 s at 1,000,000 runs on PostgreSQL 15)."""
+
+    def __init__(self, *args: Any, column: str, ids: Callable[[str], QuerySet], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.column, self.ids = column, ids
+
+    def filter(self, queryset: QuerySet, value: str) -> QuerySet:
+        if value in EMPTY_VALUES:
+            return queryset
+        ids = list(self.ids(value).values_list("pk", flat=True))
+        # One id as an equality: "= ANY(array)" reads the index leading with the column but not in
+        # its order (?source=kernelbench walked the newest-first index past 982,869 runs: 3.4 s).
+        return queryset.filter(**({self.column: ids[0]} if len(ids) == 1 else {f"{self.column}__any": ids}))
+
+
 class RunFilter(ApiFilterSet):
-    source = django_filters.CharFilter(field_name="source__slug", help_text="Source slug, e.g. sol-execbench.")
+    source = RunColumnFilter(
+        column="source_id",
+        ids=lambda slug: Source.objects.filter(slug=slug),
+        help_text="Source slug, e.g. sol-execbench.",
+    )
     benchmark = BenchmarkIdFilter(
         field_name="benchmark", help_text="Benchmark native id (062_kv_cache_update_with_rope_backward) or number."
     )
-    benchmarkSource = django_filters.CharFilter(
-        field_name="benchmark__source__slug",
+    benchmarkSource = RunColumnFilter(
+        column="benchmark_id",
+        ids=lambda slug: Benchmark.objects.filter(source__slug=slug),
         help_text="Slug of the benchmark's source: sol-execbench also gives KernelIndex's reruns of its kernels.",
     )
-    gpu = GpuFilter(
-        field_name="environment__product", help_text="GPU product; 'B200' and 'NVIDIA B200' are one product."
+    gpu = RunColumnFilter(
+        column="environment_id",
+        ids=lambda gpu: Environment.objects.filter(product=normalise_product(gpu)),
+        help_text="GPU product; 'B200' and 'NVIDIA B200' are one product.",
     )
-    architecture = django_filters.CharFilter(field_name="environment__architecture", help_text="e.g. sm_100.")
+    architecture = RunColumnFilter(
+        column="environment_id",
+        ids=lambda architecture: Environment.objects.filter(architecture=architecture),
+        help_text="e.g. sm_100.",
+    )
     harness = django_filters.CharFilter(field_name="group__harness_name", help_text="Harness name.")
     harnessVersion = django_filters.CharFilter(field_name="group__harness_version", help_text="e.g. v1.1.")
     family = django_filters.CharFilter(field_name="group__family", help_text="Comparability family.")
     status = django_filters.ChoiceFilter(choices=RunStatus.choices)
     evidenceLevel = django_filters.ChoiceFilter(field_name="evidence_level", choices=EvidenceLevel.choices)
-    project = django_filters.CharFilter(method="filter_project", help_text="Project slug or full name.")
+    project = RunColumnFilter(
+        column="implementation_id",
+        ids=lambda name: Implementation.objects.filter(Q(project__slug=name) | Q(project__name=name)),
+        help_text="Project slug or full name.",
+    )
     submitter = django_filters.CharFilter(field_name="submitter", help_text="Submitter name, whole.")
     observedAfter = SafeDateTimeFilter(
         field_name="observed_at", lookup_expr="gte", help_text="Observed at or after (ISO 8601)."
@@ -220,9 +259,6 @@ class RunFilter(ApiFilterSet):
     class Meta:
         model = Run
         fields: list[str] = []
-
-    def filter_project(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(Q(implementation__project__slug=value) | Q(implementation__project__name=value))
 
     def filter_ranked(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return queryset.filter(rank__isnull=value != "true")

@@ -73,7 +73,7 @@ def pages() -> list[tuple[str, int]]:
         (relu.get_absolute_url(), 4),
         (relu.get_absolute_url() + "gpus/", 3),
         ("/api/v1/runs/", 1),
-        ("/api/v1/runs/?ordering=-latency&gpu=H100 80GB HBM3&status=passed", 1),
+        ("/api/v1/runs/?ordering=-latency&gpu=H100 80GB HBM3&status=passed", 2),  # the GPU's environments, the runs
         ("/api/v1/groups/", 1),
         ("/api/v1/benchmarks/", 2),
         ("/api/v1/sources/", 1),
