@@ -67,6 +67,8 @@ def test_the_main_list_queries_read_an_index(client):
         "/runs/": None,  # the runs index: a bounded count and its first page, newest first
         f"/environments/{run.environment.digest}/": "environment_id",
         f"/api/v1/runs/?{benchmark}": "benchmark_id",
+        f"/api/v1/runs/?source={run.source.slug}": "source_id",  # by id, not through the join
+        f"/runs/?source={run.source.slug}": "source_id",
         f"/search/?submitter={urllib.parse.quote(run.submitter)}": "submitter",
         f"/groups/{run.group.key}/": "group_id",  # a group's ranking: its row count and one page
     }
