@@ -217,9 +217,9 @@ def projects_index(request: HttpRequest) -> HttpResponse:
 
 def runs_index(request: HttpRequest) -> HttpResponse:
     """4 queries: GPUs and sources (filter options), the count and the page of runs; 3 when the
-    sources' stored counts give the count (no filter, or only a source). With a GPU (and maybe a
-    source) and no other filter, the count is the sum of its comparison groups' stored counts,
-    not a COUNT over the runs."""
+    sources' stored counts give the count (no filter, or only a source); one more with a GPU (its
+    environments). With a GPU (and maybe a source) and no other filter, the count is the sum of
+    its comparison groups' stored counts, not a COUNT over the runs."""
     try:
         table = run_table(request, Run.objects.visible().for_listing(), every_run=True)
     except BadQuery as error:

@@ -57,8 +57,8 @@ def pages() -> list[tuple[str, int]]:
         ("/sources/kernelbench/", 4),
         ("/projects/", 2),
         ("/runs/", 3),  # the sources' stored counts give the count
-        # the GPU's comparison groups' stored counts give the count
-        ("/runs/?gpu=a100-sxm4-80gb&source=liger-kernel&sort=-latency&page=3", 4),
+        # the GPU's environments; its comparison groups' stored counts give the count
+        ("/runs/?gpu=a100-sxm4-80gb&source=liger-kernel&sort=-latency&page=3", 5),
         ("/search/?q=relu", 4),
         # run, attestations, flags, history (as pinned for any run page)
         (f"/runs/{kernelbench.public_id}/", 4),

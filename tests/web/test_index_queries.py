@@ -48,15 +48,15 @@ PAGES = [
     # GPUs and sources (filter options), page: the sources' stored counts give the count
     ("/runs/", 3),
     ("/runs/?source=sol-execbench&sort=-latency", 3),
-    # GPUs and sources (filter options), count, page
-    ("/runs/?gpu=b200&source=sol-execbench&evidence=source_reported&status=passed&sort=-rank&page=3", 4),
+    # GPUs and sources (filter options), the GPU's environments, count, page
+    ("/runs/?gpu=b200&source=sol-execbench&evidence=source_reported&status=passed&sort=-rank&page=3", 5),
     # benchmark, its comparison groups, their ranked and reference runs
     (f"/benchmarks/sol-execbench/{K62}/gpus/", 3),
 ]
 
 DOWNLOADS = [
-    # GPUs and sources (filter options), the rows in one chunked query
-    ("/runs/?gpu=h200&format=csv", 3),
+    # GPUs and sources (filter options), the GPU's environments, the rows in one chunked query
+    ("/runs/?gpu=h200&format=csv", 4),
     ("/runs/?sort=-latency&format=jsonl", 3),
     # the group, the rows
     ("GROUP?show=all&sort=-latency&format=csv", 2),

@@ -56,7 +56,8 @@ def pages(runs: list[Run]) -> list[tuple[str, int, int]]:
         # project, revisions, latest record changes of its runs, GPUs and sources (filter
         # options), run count, run page
         ("/projects/tilegym/", 7, 200),
-        ("/projects/tilegym/?gpu=b200&evidence=source_reported&sort=-latency&page=2", 7, 200),
+        # (and the GPU's environments)
+        ("/projects/tilegym/?gpu=b200&evidence=source_reported&sort=-latency&page=2", 8, 200),
         # environment, sources (filter options), run page: its stored figure is the count
         (f"/environments/{environment.digest}/", 3, 200),
         # environment, sources (filter options), run count, run page
