@@ -91,9 +91,9 @@ def build(runs: int, board_size: int, seed: int) -> None:
 
 def pages() -> list[tuple[str, str]]:
     """(name, path) of every page and endpoint measured, picked from the database."""
-    from django.db.models import Count
+    from django.db.models import Count, Sum
 
-    from runs.models import ComparisonGroup, Run
+    from runs.models import ComparisonGroup, Run, Source
     from web.tables import gpu_slug
 
     biggest = ComparisonGroup.objects.annotate(n=Count("runs")).order_by("-n").first()
@@ -104,6 +104,14 @@ def pages() -> list[tuple[str, str]]:
     reference = reference or middle
     benchmark = biggest.benchmark
     query = urllib.parse.urlencode({"benchmark": benchmark.native_id, "gpu": biggest.hardware_product})
+    # Filters whose runs a newest-first walk meets late or never: the smallest source, the one
+    # whose runs are the oldest, and the GPU with the fewest runs (other than the biggest group's).
+    sources = Source.objects.filter(published_runs__gt=0)
+    small = sources.order_by("published_runs", "slug").first()
+    oldest = sources.order_by("last_observed_at", "slug").first()
+    gpus = ComparisonGroup.objects.exclude(hardware_product=biggest.hardware_product).values("hardware_product")
+    rare = gpus.annotate(n=Sum("published_runs")).filter(n__gt=0).order_by("n", "hardware_product").first()
+    rare_gpu = gpu_slug(rare["hardware_product"]) if rare else gpu_slug(biggest.hardware_product)
     return [
         ("trivial view", TRIVIAL),
         ("home", "/"),
@@ -126,6 +134,10 @@ def pages() -> list[tuple[str, str]]:
         ("environment page", f"/environments/{middle.environment.digest}/"),
         ("API runs list", "/api/v1/runs/"),
         ("API runs (filtered)", f"/api/v1/runs/?{query}"),
+        ("API runs (smallest source)", f"/api/v1/runs/?source={small.slug}"),
+        ("API runs (oldest source)", f"/api/v1/runs/?source={oldest.slug}"),
+        ("runs index (oldest source)", f"/runs/?source={oldest.slug}"),
+        ("runs index (rarest GPU)", f"/runs/?gpu={rare_gpu}"),
         ("API run detail", f"/api/v1/runs/{middle.public_id}/"),
         ("API groups list", "/api/v1/groups/"),
     ]
