@@ -34,6 +34,7 @@ from runs.models import (
     Source,
     Workload,
 )
+from runs.selectors import one_of
 
 _LEAP_SECOND = re.compile(r"(T\d\d:\d\d:)60(?:[.,]\d+)?")
 
@@ -188,11 +189,8 @@ class GpuFilter(django_filters.CharFilter):
 
 class RunColumnFilter(django_filters.CharFilter):
     """A run filter on a related row (a source by slug, a GPU's environments) asked of the run's
-    own column: the related rows' ids are looked up first, one small query, so PostgreSQL plans
-    with that column's statistics and, for one id, walks the index that leads with it.
-
-    Through the join, the planner could not tell a 33-run source from a 977,300-run one: it
-    walked every run newest first looking for a page of them (?source=kernelindex 3.6 s,
+    own column: the related rows' ids are looked up first, one small query
+    (``runs.selectors.one_of``; through the join, ?source=kernelindex took 3.6 s and
     ?project=flashinfer 12 s at 1,000,000 runs on PostgreSQL 15)."""
 
     def __init__(self, *args: Any, column: str, ids: Callable[[str], QuerySet], **kwargs: Any) -> None:
@@ -202,10 +200,7 @@ class RunColumnFilter(django_filters.CharFilter):
     def filter(self, queryset: QuerySet, value: str) -> QuerySet:
         if value in EMPTY_VALUES:
             return queryset
-        ids = list(self.ids(value).values_list("pk", flat=True))
-        # One id as an equality: "= ANY(array)" reads the index leading with the column but not in
-        # its order (?source=kernelbench walked the newest-first index past 982,869 runs: 3.4 s).
-        return queryset.filter(**({self.column: ids[0]} if len(ids) == 1 else {f"{self.column}__any": ids}))
+        return queryset.filter(**one_of(self.column, list(self.ids(value).values_list("pk", flat=True))))
 
 
 class RunFilter(ApiFilterSet):

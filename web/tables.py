@@ -65,12 +65,11 @@ def gpu_products() -> dict[str, str]:
 
 
 def _gpu_lookup(product: str) -> dict[str, Any]:
-    """The runs of a GPU by their environments' ids (1 query), not through their groups: one id
-    is an equality, which walks run_environment_observed in the page's order. Through the join,
-    PostgreSQL walked every run newest first to fill a page of a GPU whose runs are old
-    (/runs/?gpu=a800-sxm4-80gb: 3.0 s at 1,000,000 runs)."""
-    ids = list(Environment.objects.filter(product=product).values_list("pk", flat=True))
-    return {"environment_id": ids[0]} if len(ids) == 1 else {"environment_id__any": ids}
+    """The runs of a GPU by their environments' ids (1 query), not through their groups
+    (runs.selectors.one_of; /runs/?gpu=a800-sxm4-80gb through the join: 3.0 s at 1M runs)."""
+    return selectors.one_of(
+        "environment_id", list(Environment.objects.filter(product=product).values_list("pk", flat=True))
+    )
 
 
 @dataclass
@@ -211,10 +210,8 @@ def run_table(
             value = _choice(request, "source", options, "source")
             if value:
                 source_slug = value
-                # By id, not slug: through the join PostgreSQL could not tell a small source from
-                # a large one, and walked the newest-first index past most runs to fill a page of
-                # an old one (?source=kernelbench: 3.6 s at 1,000,000 runs; by id, its own index).
-                lookups.append({"source_id": next(pk for slug, _, _, pk in sources if slug == value)})
+                # By id, not slug (runs.selectors.one_of; ?source=kernelbench through the join: 3.6 s).
+                lookups.append(selectors.one_of("source_id", [pk for slug, _, _, pk in sources if slug == value]))
             made.append(Filter("source", "source", options, value))
             # The stored counts give the size of "every run" and of one source's runs exactly.
             published = {slug: count for slug, _, count, _ in sources}
