@@ -95,14 +95,18 @@ def refresh(group_ids: Iterable[int], apps: Any = None, run_ids: Iterable[int] |
 
     benchmark_ids = {group.benchmark_id for group in groups}
     source_ids = {group.source_id for group in groups}
-    submitters = published.filter(is_reference=False)
     all_groups = ComparisonGroup.objects.order_by()
 
-    # Benchmarks and sources: sums over their groups and distinct submitters over their runs;
-    # a source also counts the benchmarks and GPUs of its groups that have published runs.
-    for model, field, ids, figures_of in (
-        (m["Benchmark"], "benchmark_id", benchmark_ids, BENCHMARK_FIGURES),
-        (m["Source"], "source_id", source_ids, SOURCE_FIGURES),
+    def benchmark_submitters(ids: set[int]) -> dict[int, dict[str, Any]]:
+        runs = published.filter(is_reference=False, benchmark_id__in=ids).values("benchmark_id")
+        return _rows(runs, submitter_count=Count("submitter", distinct=True))
+
+    # Benchmarks and sources: sums over their groups and distinct submitters over their runs (a
+    # source's, one index descent per submitter); a source also counts the benchmarks and GPUs
+    # of its groups that have published runs.
+    for model, field, ids, figures_of, submitter_counts in (
+        (m["Benchmark"], "benchmark_id", benchmark_ids, BENCHMARK_FIGURES, benchmark_submitters),
+        (m["Source"], "source_id", source_ids, SOURCE_FIGURES, lambda ids: source_submitter_counts(ids, apps)),
     ):
         mine = {f"{field}__in": ids}
         figures = _rows(
@@ -110,13 +114,7 @@ def refresh(group_ids: Iterable[int], apps: Any = None, run_ids: Iterable[int] |
             published_runs=Sum("published_runs"),
             last_observed_at=Max("last_observed_at"),
         )
-        if model is m["Source"]:
-            _merge(figures, source_submitter_counts(ids, apps))
-        else:
-            _merge(
-                figures,
-                _rows(submitters.filter(**mine).values(field), submitter_count=Count("submitter", distinct=True)),
-            )
+        _merge(figures, submitter_counts(ids))
         if "gpu_count" in figures_of:
             live = all_groups.filter(**mine, published_runs__gt=0).values(field)
             _merge(
