@@ -25,6 +25,8 @@ class Lookups:
         self.groups_by_parts: dict[tuple[str, ...], ComparisonGroup] = {}
         self.keys_by_parts: dict[tuple[str, ...], tuple[dict[str, Any], str]] = {}
         self.projects: dict[str, Project] = {}
+        # Groups this import created: they have no runs but the ones it writes.
+        self.new_groups: set[int] = set()
 
     def source(self, slug: str, origin: str) -> Source:
         if slug not in self.sources:
@@ -136,6 +138,7 @@ class Lookups:
             if group is None:
                 group = self._new_group(bundle, source, benchmark, parts, key)
                 group.save()
+                self.new_groups.add(group.pk)
             self.groups[key] = group
         self.groups_by_parts[cache_key] = self.groups[key]
         return self.groups[key]
@@ -195,5 +198,6 @@ class Lookups:
                 created = list(ComparisonGroup.objects.filter(key__any=[g.key for g in created]))
             for group in created:
                 self.groups[group.key] = group
+                self.new_groups.add(group.pk)
         for key, (cache_key, *_rest) in new.items():
             self.groups_by_parts[cache_key] = self.groups[key]

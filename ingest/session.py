@@ -78,6 +78,8 @@ class ImportSession(Lookups):
         self.pending: dict[str, tuple[dict[str, Any], tuple[str, str]]] = {}
         self.pending_public_ids: set[str] = set()
         self.touched_groups: set[int] = set()
+        # The groups whose new runs are written (``ingest.engine._prepare_pending``).
+        self.written_groups: set[int] = set()
         # The environments and implementations that changed runs had before (runs.counts.refresh_left).
         self.left_environments: set[int] = set()
         self.left_implementations: set[int | None] = set()

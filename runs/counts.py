@@ -24,14 +24,13 @@ runs). ``refresh_all`` recomputes everything (the migration that added the figur
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from django.db import connection
 from django.db.models import Count, Max, Q, Sum
 
-from runs.bulk import update_rows
+from runs.bulk import index_reads_only, update_rows
 
 # Each kind's stored figures and their value when it has no published run.
 GROUP_FIGURES = {"published_runs": 0, "reference_runs": 0, "last_observed_at": None}
@@ -192,33 +191,9 @@ def source_submitter_counts(source_ids: Iterable[int], apps: Any = None) -> dict
         f" FROM walk w WHERE w.submitter IS NOT NULL"
         f") SELECT source_id, COUNT(submitter) FROM walk GROUP BY source_id"
     )
-    with connection.cursor() as cursor, _index_reads_only(cursor):
+    with connection.cursor() as cursor, index_reads_only(cursor):
         cursor.execute(sql, ids)
         return {source_id: {"submitter_count": n} for source_id, n in cursor.fetchall()}
-
-
-@contextlib.contextmanager
-def _index_reads_only(cursor: Any) -> Iterator[None]:
-    """On PostgreSQL, plan the statements run inside without sequential scans and sorts, then
-    restore the settings (``set_config(…, true)``: the transaction's own, undone by its end or
-    a rollback if anything fails).
-
-    Inside an import's own transaction the runs table's statistics are those of before it: after
-    20,000 runs were written into a fresh table the planner chose to read the whole table for
-    every submitter of the walk (153 s). Only an index answers "the next submitter" well, so it
-    is told; the other figures are single scans and need no such help."""
-    if connection.vendor != "postgresql":
-        yield
-        return
-    cursor.execute(
-        "SELECT current_setting('enable_seqscan'), current_setting('enable_sort'),"
-        " set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true)"
-    )
-    seqscan, sort, _, _ = cursor.fetchone()
-    yield
-    cursor.execute(
-        "SELECT set_config('enable_seqscan', %s, true), set_config('enable_sort', %s, true)", [seqscan, sort]
-    )
 
 
 def refresh_projects(project_ids: Iterable[int], apps: Any = None) -> None:

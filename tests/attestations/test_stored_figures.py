@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.db import transaction
 from django.db.models import Count, Max, Q
 
 from attestations import moderation
@@ -164,4 +165,80 @@ def test_a_run_that_changes_environment_or_project_leaves_the_old_ones_figures_r
     left = getattr(run, f"{document}_id")
     assert import_bundles([bundle_verify(bundle)], trust_annotations=True).updated == 1
     assert getattr(Run.objects.get(pk=run.pk), f"{document}_id") != left
+    assert stored() == counted()
+
+
+def _state() -> dict[str, Any]:
+    """Every run's rank and identity-bearing columns, and every stored figure, by natural keys
+    (primary keys differ between two imports; sequences are not rolled back)."""
+    return {
+        "runs": sorted(
+            Run.objects.values_list(
+                "public_id", "rank", "group__key", "digest", "revision", "environment__digest", "visibility"
+            )
+        ),
+        "groups": sorted(
+            ComparisonGroup.objects.values_list("key", "ranked_count", "published_runs", "reference_runs")
+        ),
+        "sources": sorted(Source.objects.values_list("slug", "published_runs", "submitter_count", "benchmark_count")),
+        "benchmarks": sorted(Benchmark.objects.values_list("native_id", "published_runs", "submitter_count")),
+        "projects": sorted(Project.objects.values_list("slug", "published_runs", "benchmark_count")),
+        "environments": sorted(Environment.objects.values_list("digest", "published_runs")),
+    }
+
+
+def test_an_import_in_small_batches_writes_what_one_batch_writes(monkeypatch):
+    """The engine writes each batch's new runs while it builds the next (on PostgreSQL, on a
+    thread), holds a batch's last group back for the next, and ranks again at the end a group
+    that one batch could not finish. In batches of 7 runs (most groups cut) the result is the
+    same as in one batch of all of them: ranks, figures and the published ranking rows."""
+    from ingest import engine, pipeline
+
+    def import_all() -> dict[str, Any]:
+        call_command("import", *map(str, FIRST_BATCH_AND_RERUNS), stdout=open("/dev/null", "w"))  # noqa: SIM115
+        assert stored() == counted() and ranking_counts_hold()
+        return _state()
+
+    class Undo(Exception):
+        pass
+
+    with pytest.raises(Undo), transaction.atomic():
+        whole = import_all()
+        raise Undo
+    assert not Run.objects.exists()
+    batches: list[int] = []
+    small = engine.import_bundles
+
+    def in_batches_of_seven(*args: Any, **kwargs: Any) -> Any:
+        batches.append(1)
+        return small(*args, **kwargs, batch_size=7)
+
+    monkeypatch.setattr(pipeline, "import_bundles", in_batches_of_seven)
+    assert import_all() == whole
+    assert batches and Run.objects.count() > 7 * 10
+
+
+def test_an_import_whose_copy_fails_writes_nothing(monkeypatch):
+    """A COPY that fails on the engine's thread fails the import with its error, and the import
+    leaves nothing behind; the connection is fine for the next."""
+    from ingest import engine
+
+    prepare = engine.prepare_rows
+
+    def failing(model: Any, rows: list[dict[str, Any]]) -> Any:
+        pks, write = prepare(model, rows)
+        if model is not Run:
+            return pks, write
+
+        def fail() -> None:
+            raise RuntimeError("the COPY broke")
+
+        return pks, fail
+
+    monkeypatch.setattr(engine, "prepare_rows", failing)
+    with pytest.raises(RuntimeError, match="the COPY broke"):
+        call_command("import", *map(str, FIRST_BATCH_AND_RERUNS), stdout=open("/dev/null", "w"))  # noqa: SIM115
+    assert not Run.objects.exists() and not ComparisonGroup.objects.exists()
+    monkeypatch.setattr(engine, "prepare_rows", prepare)
+    call_command("import", *map(str, FIRST_BATCH_AND_RERUNS), stdout=open("/dev/null", "w"))  # noqa: SIM115
     assert stored() == counted()
