@@ -20,7 +20,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from ingest.rows import prepare_rows
+from ingest.rows import allocate_keys, format_rows, prepare_rows
 from ingest.session import ImportSession
 from kernelindex.pagecache import bump_data_version
 from runs import counts, ranking
@@ -131,18 +131,20 @@ def import_bundles(
             with connection.execute_wrapper(background.waiting):
                 write: Callable[[], None] | None = None
                 for start in range(0, len(bundles), batch_size):
-                    _import_batch(
+                    write_changes = _import_batch(
                         session,
                         bundles[start : start + batch_size],
                         identities[start : start + batch_size],
                         result,
                         lookups_done=(lambda write=write: background.start(write)) if write else None,
+                        keys=overlapped,
                     )
                     if overlapped:
                         written, fresh, write = _prepare_pending(session, hold_last_group=True)
                         # A group ranked with an earlier batch's runs that has more in this one is
                         # ranked again at the end, with all of them.
                         ranked = (ranked - written) | fresh
+                    write_changes()
                 if write is not None:
                     background.start(write)
                 background.wait()
@@ -217,9 +219,12 @@ def _import_batch(
     identities: list[str],
     result: ImportResult,
     lookups_done: Callable[[], None] | None = None,
-) -> None:
-    """One batch: its lookups (queries), then ``lookups_done()`` (the previous batch's COPY
-    starts), then its rows, computed in Python while that COPY runs."""
+    keys: bool = False,
+) -> Callable[[], None]:
+    """One batch: its lookups (queries; with ``keys``, the new runs' and revisions' primary keys
+    too), then ``lookups_done()`` (the previous batch's COPY starts), then its rows, computed in
+    Python while that COPY runs. Returns the writing of the runs it changed, for the caller to
+    call when its own Python work is done too."""
     session.prefetch(bundles)
     docs = session.documents(bundles)
     wanted = list(dict.fromkeys(identities))
@@ -231,6 +236,9 @@ def _import_batch(
         candidates = [next(iter(public_id_candidates(identity))) for identity in wanted if identity not in existing]
         stored = Run.objects.filter(public_id__any=candidates).values_list("public_id", flat=True)
         taken = session.pending_public_ids | set(stored)
+    if keys:
+        new_runs = len(candidates)  # every identity not stored is a new run (no run comes twice here)
+        run_keys, revision_keys = iter(allocate_keys(Run, new_runs)), iter(allocate_keys(RunRevision, new_runs))
     if lookups_done is not None:
         lookups_done()
     rows: dict[str, tuple[VerifiedBundle, dict[str, Any]]] = {}
@@ -258,6 +266,8 @@ def _import_batch(
             taken.add(public_id)
             row = _new_row(fields, identity, public_id, published_hint or session.now)
             row.update(moderation)
+            if keys:
+                row.update(id=next(run_keys), **{_REVISION_KEY: next(revision_keys)})
             session.pending[identity] = (row, session.describe(_bundle))
             session.pending_public_ids.add(public_id)
             result.created += 1
@@ -311,10 +321,19 @@ def _import_batch(
         result.updated += 1
         result.run_ids.append(run.public_id)
         session.touched_groups.add(fields["group"].pk)
-    if changed_runs:
-        Run.objects.bulk_update(changed_runs, list(_UPDATABLE), batch_size=500)
-    if revisions:
-        RunRevision.objects.bulk_create(revisions, batch_size=1000)
+
+    def write_changes() -> None:
+        if changed_runs:
+            Run.objects.bulk_update(changed_runs, list(_UPDATABLE), batch_size=500)
+        if revisions:
+            RunRevision.objects.bulk_create(revisions, batch_size=1000)
+
+    return write_changes
+
+
+# A new run's row carries its first revision's primary key under this name when the keys are
+# drawn with the batch's lookups (``_import_batch(keys=True)``); it is no column of the run.
+_REVISION_KEY = "first_revision_id"
 
 
 def _new_row(fields: dict[str, Any], identity: str, public_id: str, published_at: datetime) -> dict[str, Any]:
@@ -388,26 +407,34 @@ def _prepare_pending(
         for index, rank in ranking.compute_ranks(rank_rows, rule).items():
             pending[index][0]["rank"] = rank
             ranked_counts[group_id] = ranked_counts.get(group_id, 0) + (rank is not None)
-    ranking.store_ranked_counts(list(groups.values()), ranked_counts)
-    pks, write_runs = prepare_rows(Run, [row for row, _ in pending])
+    run_rows = [row for row, _ in pending]
+    drawn = bool(run_rows) and _REVISION_KEY in run_rows[0]  # keys drawn with the lookups: no query
+    if drawn:
+        pks = [row["id"] for row in run_rows]
+        write_runs = format_rows(Run, run_rows, pks)
+    else:
+        pks, write_runs = prepare_rows(Run, run_rows)
     actor_id = session.actor.pk if session.actor is not None else None
-    _, write_revisions = prepare_rows(
-        RunRevision,
-        [
-            {
-                "run_id": pk,
-                "number": 1,
-                "digest": row["digest"],
-                "document": row["document"],
-                "previous_digest": "",
-                "actor_id": actor_id,
-                "actor_label": label,
-                "reason": why,
-                "changes": {},
-            }
-            for pk, (row, (label, why)) in zip(pks, pending, strict=True)
-        ],
-    )
+    revision_rows = [
+        {
+            "run_id": pk,
+            "number": 1,
+            "digest": row["digest"],
+            "document": row["document"],
+            "previous_digest": "",
+            "actor_id": actor_id,
+            "actor_label": label,
+            "reason": why,
+            "changes": {},
+        }
+        for pk, (row, (label, why)) in zip(pks, pending, strict=True)
+    ]
+    if drawn:
+        write_revisions = format_rows(RunRevision, revision_rows, [row[_REVISION_KEY] for row in run_rows])
+    else:
+        _, write_revisions = prepare_rows(RunRevision, revision_rows)
+    # The one query, last: everything above is this process's work, done while the COPY runs.
+    ranking.store_ranked_counts(list(groups.values()), ranked_counts)
     session.pending.clear()
     if hold_last_group:
         session.pending.update(held)

@@ -40,49 +40,59 @@ def insert_rows(model: type, rows: list[dict[str, Any]]) -> list[int]:
 
 def prepare_rows(model: type, rows: list[dict[str, Any]]) -> tuple[list[int], Callable[[], None]]:
     """``insert_rows`` in two steps: the primary keys now, and the ``COPY`` as a function to call
-    later, which touches no Django object (only the connection's psycopg connection), so the
-    import engine can run it on another thread while it builds the next batch (``ingest.engine``).
-    Elsewhere than on PostgreSQL the rows are inserted now and the function does nothing."""
+    later (``format_rows``). Elsewhere than on PostgreSQL the rows are inserted now and the
+    function does nothing."""
     if not rows:
         return [], _nothing
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    now = timezone.now()
-    # Each column's value when a row does not give it: the current time for automatic
-    # timestamps, the field's default otherwise.
-    defaults = [
-        now if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False) else f.get_default() for f in fields
-    ]
-    columns = list(zip([f.attname for f in fields], defaults, strict=True))
     if connection.vendor != "postgresql":
+        columns = _columns(model)
         objs = [model(**{name: row.get(name, default) for name, default in columns}) for row in rows]
         model.objects.bulk_create(objs, batch_size=1000)
         return [obj.pk for obj in objs], _nothing
-    table = model._meta.db_table
-    quote = connection.ops.quote_name
-    # Binary COPY: the server parses no text (timestamps, numbers) and psycopg formats none, each
-    # column sent as its type (a 20,000-run COPY on PostgreSQL 15: 1.42 → 1.28 s of the server's
-    # CPU, 0.32 → 0.17 s of ours).
-    types = [_copy_type(f) for f in [model._meta.pk, *fields]]
+    pks = allocate_keys(model, len(rows))
+    return pks, format_rows(model, rows, pks)
+
+
+def allocate_keys(model: type, count: int) -> list[int]:
+    """``count`` primary keys drawn from the table's sequence (PostgreSQL)."""
+    if not count:
+        return []
     with connection.cursor() as cursor:
         # The sequence looked up once, not per row (100,000 keys: 285 → 59 ms of the server's time).
         cursor.execute(
             "WITH s AS MATERIALIZED (SELECT pg_get_serial_sequence(%s, %s)::regclass AS sequence)"
             " SELECT nextval(s.sequence) FROM s, generate_series(1, %s)",
-            [table, model._meta.pk.column, len(rows)],
+            [model._meta.db_table, model._meta.pk.column, count],
         )
-        pks = [pk for (pk,) in cursor.fetchall()]
+        return [pk for (pk,) in cursor.fetchall()]
+
+
+def format_rows(model: type, rows: list[dict[str, Any]], pks: list[int]) -> Callable[[], None]:
+    """The ``COPY`` of ``rows`` with these primary keys (PostgreSQL), as a function that sends it.
+
+    The bytes are made now, on the caller's thread, with no query (psycopg's documented use of a
+    Copy with a FileWriter); the function only sends them, and touches no Django object (only
+    the connection's psycopg connection), so the import engine runs it on another thread while
+    it builds the next batch (``ingest.engine``). A thread that formatted rows itself would take
+    turns with the importing thread for the interpreter's lock while the server waited for data.
+    """
+    if not rows:
+        return _nothing
+    columns = _columns(model)
+    quote = connection.ops.quote_name
+    # Binary COPY: the server parses no text (timestamps, numbers) and psycopg formats none, each
+    # column sent as its type (a 20,000-run COPY on PostgreSQL 15: 1.42 → 1.28 s of the server's
+    # CPU, 0.32 → 0.17 s of ours).
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    types = [_copy_type(f) for f in [model._meta.pk, *fields]]
     names = ", ".join(quote(c) for c in [model._meta.pk.column] + [f.column for f in fields])
-    statement = f"COPY {quote(table)} ({names}) FROM STDIN (FORMAT BINARY)"
+    statement = f"COPY {quote(model._meta.db_table)} ({names}) FROM STDIN (FORMAT BINARY)"
     # A row's values in the columns' order: the defaults overlaid with the row and its key,
     # then read out in C (a .get() per column per row was a tenth of an import's own CPU).
     key = model._meta.pk.attname
     values = operator.itemgetter(key, *(name for name, _ in columns))
     defaults_of = dict(columns)
     raw = connection.connection  # psycopg's, inside the caller's transaction
-    # The COPY's bytes are made here, on the caller's thread (psycopg's documented use of a Copy
-    # with a FileWriter); ``copy`` only sends them. A thread that formatted rows itself would
-    # take turns with the importing thread for the interpreter's lock, and the server would wait
-    # for data while they did.
     formatted = io.BytesIO()
     with raw.cursor() as cursor:
         set_json_dumps(orjson.dumps, cursor)
@@ -97,7 +107,18 @@ def prepare_rows(model: type, rows: list[dict[str, Any]]) -> tuple[list[int], Ca
         with raw.cursor() as cursor, cursor.copy(statement) as sending:
             sending.write(data)
 
-    return pks, copy
+    return copy
+
+
+def _columns(model: type) -> list[tuple[str, Any]]:
+    """(attname, value when a row does not give it) of every column but the key: the current
+    time for automatic timestamps, the field's default otherwise."""
+    now = timezone.now()
+    return [
+        (f.attname, now if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False) else f.get_default())
+        for f in model._meta.concrete_fields
+        if not f.primary_key
+    ]
 
 
 _BINARY_TRAILER = b"\xff\xff"  # PostgreSQL's binary COPY format: a tuple of -1 fields ends the data

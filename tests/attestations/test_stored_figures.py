@@ -223,22 +223,24 @@ def test_an_import_whose_copy_fails_writes_nothing(monkeypatch):
     leaves nothing behind; the connection is fine for the next."""
     from ingest import engine
 
-    prepare = engine.prepare_rows
+    prepare, format_rows = engine.prepare_rows, engine.format_rows
 
-    def failing(model: Any, rows: list[dict[str, Any]]) -> Any:
+    def fail() -> None:
+        raise RuntimeError("the COPY broke")
+
+    def failing_prepare(model: Any, rows: list[dict[str, Any]]) -> Any:
         pks, write = prepare(model, rows)
-        if model is not Run:
-            return pks, write
+        return pks, fail if model is Run else write
 
-        def fail() -> None:
-            raise RuntimeError("the COPY broke")
+    def failing_format(model: Any, rows: list[dict[str, Any]], pks: list[int]) -> Any:
+        write = format_rows(model, rows, pks)
+        return fail if model is Run else write
 
-        return pks, fail
-
-    monkeypatch.setattr(engine, "prepare_rows", failing)
+    monkeypatch.setattr(engine, "prepare_rows", failing_prepare)
+    monkeypatch.setattr(engine, "format_rows", failing_format)
     with pytest.raises(RuntimeError, match="the COPY broke"):
         call_command("import", *map(str, FIRST_BATCH_AND_RERUNS), stdout=open("/dev/null", "w"))  # noqa: SIM115
     assert not Run.objects.exists() and not ComparisonGroup.objects.exists()
-    monkeypatch.setattr(engine, "prepare_rows", prepare)
+    monkeypatch.undo()
     call_command("import", *map(str, FIRST_BATCH_AND_RERUNS), stdout=open("/dev/null", "w"))  # noqa: SIM115
     assert stored() == counted()
