@@ -41,21 +41,17 @@ from kernelindex.clients import client_key
 from runs import selectors
 from runs.manifests import DIGEST_FIELDS
 from runs.models import (
-    KEYSET_FIRST_TIME,
-    KEYSET_LAST_FLOAT,
-    KEYSET_LAST_INT,
-    KEYSET_LAST_TIME,
     Benchmark,
     ComparisonGroup,
     Environment,
     Implementation,
     Protocol,
     Run,
-    Sentinel,
     Source,
     Visibility,
     Workload,
 )
+from runs.ordering import KEYSET_FIRST_TIME, KEYSET_LAST_FLOAT, KEYSET_LAST_INT, KEYSET_LAST_TIME, Sentinel
 
 # Sentinels that sort after every real value, so nulls come last in both directions.
 # runs.models indexes the runs' orderings on these same expressions.
@@ -195,6 +191,8 @@ class RunViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = "[^/]+"
     orderings = RUN_ORDERINGS
     default_ordering = "-observedAt"
+    # The order a list filtered by several environments or benchmarks reads id by id (api.pagination.merged).
+    merged_ordering = RUN_ORDERINGS["-observedAt"]
 
     def get_queryset(self) -> QuerySet[Run]:
         if self.action in ("list", "export_jsonl"):

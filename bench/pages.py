@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -93,7 +94,7 @@ def pages() -> list[tuple[str, str]]:
     """(name, path) of every page and endpoint measured, picked from the database."""
     from django.db.models import Count, Sum
 
-    from runs.models import ComparisonGroup, Run, Source
+    from runs.models import ComparisonGroup, Environment, Run, Source
     from web.tables import gpu_slug
 
     biggest = ComparisonGroup.objects.annotate(n=Count("runs")).order_by("-n").first()
@@ -112,6 +113,9 @@ def pages() -> list[tuple[str, str]]:
     gpus = ComparisonGroup.objects.exclude(hardware_product=biggest.hardware_product).values("hardware_product")
     rare = gpus.annotate(n=Sum("published_runs")).filter(n__gt=0).order_by("n", "hardware_product").first()
     rare_gpu = gpu_slug(rare["hardware_product"]) if rare else gpu_slug(biggest.hardware_product)
+    # Filters that name several ids (an architecture's environments) or a value few runs have.
+    widest = Environment.objects.values("architecture").annotate(n=Count("pk")).order_by("-n", "architecture").first()
+    before = (oldest.last_observed_at or datetime.now(UTC)).date().isoformat()
     return [
         ("trivial view", TRIVIAL),
         ("home", "/"),
@@ -138,6 +142,12 @@ def pages() -> list[tuple[str, str]]:
         ("API runs (oldest source)", f"/api/v1/runs/?source={oldest.slug}"),
         ("runs index (oldest source)", f"/runs/?source={oldest.slug}"),
         ("runs index (rarest GPU)", f"/runs/?gpu={rare_gpu}"),
+        ("runs index (failed runs)", "/runs/?status=failed"),
+        ("API runs (an architecture)", f"/api/v1/runs/?architecture={widest['architecture'] if widest else 'sm_90'}"),
+        ("API runs (oldest benchmark source)", f"/api/v1/runs/?benchmarkSource={oldest.slug}"),
+        ("API runs (reruns)", "/api/v1/runs/?evidenceLevel=kernelindex_rerun"),
+        ("API runs (unranked)", "/api/v1/runs/?ranked=false"),
+        ("API runs (observed before)", f"/api/v1/runs/?observedBefore={before}"),
         ("API run detail", f"/api/v1/runs/{middle.public_id}/"),
         ("API groups list", "/api/v1/groups/"),
     ]

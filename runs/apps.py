@@ -9,5 +9,5 @@ class RunsConfig(AppConfig):
         from kernelindex.lookups import InlinedExact
         from runs.models import Run
 
-        # The published runs' partial indexes name visibility (runs.models.newest_first_index).
+        # The published runs' partial indexes name visibility (runs.ordering.newest_first_index).
         Run._meta.get_field("visibility").register_lookup(InlinedExact, "exact")

@@ -24,8 +24,8 @@ from runs.models import (
     Run,
     Source,
     Visibility,
-    newest_first,
 )
+from runs.ordering import newest_first
 from runs.ranking import RankingRule
 
 # Rows per page of a run list (rankings included), as the API's pages: rendering a row costs about

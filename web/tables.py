@@ -23,7 +23,8 @@ from django.shortcuts import render
 from django.utils.text import slugify
 
 from runs import exports, selectors
-from runs.models import ComparisonGroup, Environment, EvidenceLevel, RunStatus, Source, newest_first
+from runs.models import ComparisonGroup, Environment, EvidenceLevel, RunStatus, Source
+from runs.ordering import newest_first
 
 JSONL = "application/x-ndjson"
 FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": JSONL}
