@@ -48,9 +48,9 @@ def test_an_import_parses_and_writes_with_the_collector_paused(monkeypatch: pyte
         seen.append(("parse", gc.isenabled()))
         return load(path)
 
-    def recording_write(*args: Any, **kwargs: Any) -> None:
+    def recording_write(*args: Any, **kwargs: Any) -> Any:
         seen.append(("write", gc.isenabled()))
-        write(*args, **kwargs)
+        return write(*args, **kwargs)
 
     monkeypatch.setattr(pipeline, "load", recording_load)
     monkeypatch.setattr(engine, "_import_batch", recording_write)
