@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from django.db import connection
 from django.db.models import BooleanField, Expression, F, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from rest_framework.pagination import BasePagination
@@ -261,8 +262,6 @@ def merged(queryset: QuerySet, column: str, ids: list[int], keys: list[Key], rev
     index instead, past every run of other ids: ?architecture=sm_90 (5 environments) took 1.3 s
     at 1,000,000 runs. The page's own query then reads the rows by primary key: the same one
     query. (Few ids: one index descent and a page of rows each.)"""
-    from django.db import connection
-
     if connection.vendor != "postgresql":  # SQLite has no LATERAL; its lists are small
         return queryset
     branch = queryset.filter(**{column: RawSQL('"merge_ids"."id"', ())}).values("pk", *(key.alias for key in keys))

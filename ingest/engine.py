@@ -20,7 +20,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from ingest.rows import allocate_keys, format_rows, prepare_rows
+from ingest.rows import allocate_keys, format_rows, nothing, prepare_rows
 from ingest.session import ImportSession
 from kernelindex.pagecache import bump_data_version
 from runs import counts, ranking
@@ -148,19 +148,16 @@ def import_bundles(
                 if write is not None:
                     background.start(write)
                 background.wait()
-                if overlapped:  # the last batch's last group, held back
-                    written, fresh, write = _prepare_pending(session)
-                    ranked = (ranked - written) | fresh
-                    write()
+                # What is left: every new run (one pass), or the last batch's last group, held back.
+                written, fresh, write = _prepare_pending(session)
+                ranked = (ranked - written) | fresh
+                write()
         finally:
             background.wait(quietly=True)  # never roll back under a COPY still running
         if overlapped:
             # As Django declares them. (After an error, the rollback of this atomic block, a
             # savepoint when nested, restores them.)
             _set_constraints("DEFERRED")
-        if not overlapped:
-            _, ranked, write = _prepare_pending(session)
-            write()
         ranking.recompute_groups(session.touched_groups - ranked)
         counts.refresh(ranked)  # recompute_groups refreshed the others
         counts.refresh_left(session.left_environments, session.left_implementations)
@@ -179,9 +176,10 @@ class _Background:
     (its lookups first, then pure Python: ``run_fields`` and the rows), so PostgreSQL writes
     while this process computes instead of the two taking turns.
 
-    The thread uses only psycopg's connection, never Django's (``ingest.rows.prepare_rows``):
-    one connection, one transaction. Any query this thread makes meanwhile waits for the COPY
-    first (``waiting``, a Django execute wrapper), so the connection is used by one at a time.
+    The thread uses only psycopg's connection, never Django's (``ingest.rows.format_rows``):
+    one connection, one transaction. Any query the importing thread makes meanwhile waits for
+    the COPY first (``waiting``, a Django execute wrapper), so the connection is used by one at
+    a time.
     """
 
     def __init__(self) -> None:
@@ -360,7 +358,7 @@ def _prepare_pending(
     groups; the others are ranked by ``ranking.recompute_groups`` as usual.
     """
     if not session.pending:
-        return set(), set(), _nothing
+        return set(), set(), nothing
     pending = list(session.pending.values())
     if hold_last_group:
         # The last group of a batch may go on in the next one (a board's rows come together):
@@ -444,10 +442,6 @@ def _prepare_pending(
         write_revisions()
 
     return group_ids, fresh, write
-
-
-def _nothing() -> None:
-    return None
 
 
 # The run's foreign keys and their columns.

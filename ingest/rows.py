@@ -43,12 +43,12 @@ def prepare_rows(model: type, rows: list[dict[str, Any]]) -> tuple[list[int], Ca
     later (``format_rows``). Elsewhere than on PostgreSQL the rows are inserted now and the
     function does nothing."""
     if not rows:
-        return [], _nothing
+        return [], nothing
     if connection.vendor != "postgresql":
         columns = _columns(model)
         objs = [model(**{name: row.get(name, default) for name, default in columns}) for row in rows]
         model.objects.bulk_create(objs, batch_size=1000)
-        return [obj.pk for obj in objs], _nothing
+        return [obj.pk for obj in objs], nothing
     pks = allocate_keys(model, len(rows))
     return pks, format_rows(model, rows, pks)
 
@@ -77,7 +77,7 @@ def format_rows(model: type, rows: list[dict[str, Any]], pks: list[int]) -> Call
     turns with the importing thread for the interpreter's lock while the server waited for data.
     """
     if not rows:
-        return _nothing
+        return nothing
     columns = _columns(model)
     quote = connection.ops.quote_name
     # Binary COPY: the server parses no text (timestamps, numbers) and psycopg formats none, each
@@ -124,7 +124,8 @@ def _columns(model: type) -> list[tuple[str, Any]]:
 _BINARY_TRAILER = b"\xff\xff"  # PostgreSQL's binary COPY format: a tuple of -1 fields ends the data
 
 
-def _nothing() -> None:
+def nothing() -> None:
+    """A write with nothing to write."""
     return None
 
 
