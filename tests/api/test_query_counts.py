@@ -24,6 +24,10 @@ LISTS = {
     "/api/v1/runs/?ordering=rank&limit=500": (1, "the same, ordered by rank"),
     "/api/v1/runs/?ordering=-latency&gpu=B200&status=passed": (2, "the GPU's environments; the runs, filtered"),
     "/api/v1/runs/?source=sol-execbench&architecture=sm_100": (3, "the source; the environments; the runs"),
+    "/api/v1/runs/?benchmarkSource=sol-execbench&ranked=false&observedBefore=2030-01-01": (
+        3,
+        "the benchmarks' sources (their groups'); the benchmarks; the runs",
+    ),
     "/api/v1/groups/": (1, "groups with source and benchmark, run count as a subquery"),
     "/api/v1/benchmarks/": (2, "benchmarks with source and run count; their groups (one prefetch)"),
     "/api/v1/sources/": (1, "sources with run and benchmark counts as subqueries"),
