@@ -160,6 +160,19 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["OPTIONS"].setdefault(
         "options", f"-c join_collapse_limit={env_int('PG_JOIN_COLLAPSE_LIMIT', 6)}"
     )
+    # Prepared statements: a page asks the same queries on every request, and PostgreSQL planned
+    # each anew, 2–9 ms of planning for 0.3–0.7 ms of execution on the shipped data (a run list
+    # joins nine tables). With the values bound by the server, psycopg prepares a statement after
+    # its fifth run on a connection, and PostgreSQL keeps one plan for it once that plan costs no
+    # more than the ones made for each call's values (kernelindex.inline writes into the SQL the
+    # constants an index depends on, so that plan can use them). In-process on the shipped data:
+    # the API list 15.4 → 6.1 ms, a run page 6.4 → 3.6 ms. PG_PREPARE_THRESHOLD=off binds on
+    # the client as Django does by default (for a pooler in transaction mode that cannot keep
+    # prepared statements, e.g. PgBouncer before 1.21).
+    threshold = os.environ.get("PG_PREPARE_THRESHOLD", "5")
+    if threshold != "off":
+        DATABASES["default"]["OPTIONS"].setdefault("server_side_binding", True)
+        DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", env_int("PG_PREPARE_THRESHOLD", 5))
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

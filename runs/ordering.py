@@ -10,6 +10,8 @@ from django.db import models
 from django.db.models import Q, Value
 from django.db.models.functions import Coalesce
 
+from kernelindex.inline import Inline
+
 # Keyset sentinels: the API orders nullable columns by COALESCE(column, sentinel) so nulls come
 # last; the indexes below are built on the same expressions, so those orderings read an index.
 KEYSET_FIRST_TIME = datetime(1, 1, 1, tzinfo=UTC)
@@ -18,25 +20,11 @@ KEYSET_LAST_INT = 2**31 - 1
 KEYSET_LAST_FLOAT = 1e300
 
 
-class Sentinel(Value):
-    """A keyset sentinel written into the SQL text rather than bound as a parameter.
-
-    SQLite uses an expression index only for the same expression, and
-    ``COALESCE(observed_at, ?)`` is not ``COALESCE(observed_at, '0001-01-01 00:00:00')``: with
-    a bound sentinel every "newest first" list sorted the whole runs table (60 ms a request on
-    the shipped data). PostgreSQL's client-side binding already inlines it. The indexes
-    themselves keep ``Value``: their DDL is the same text either way."""
-
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
-        sql, params = super().as_sql(compiler, connection)
-        if connection.vendor != "sqlite" or sql != "%s" or len(params) != 1:
-            return sql, params
-        value = params[0]
-        if isinstance(value, str):
-            return "'" + value.replace("'", "''") + "'", []
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return repr(value), []
-        return sql, params
+class Sentinel(Inline):
+    """A keyset sentinel: written into the SQL text (``kernelindex.inline``), so that
+    ``COALESCE(observed_at, sentinel)`` is the indexed expression on SQLite, and on PostgreSQL in
+    the generic plan of a prepared statement too. The indexes themselves keep ``Value``: their
+    DDL is the same text either way."""
 
 
 def newest_first_index(name: str, *leading: str, only: Q | None = None) -> models.Index:

@@ -10,9 +10,11 @@ from functools import cached_property
 from typing import Any
 
 from django.core.paginator import Page, Paginator
+from django.db import connection
 from django.db.models import Count, F, Max, Q, QuerySet
 from django.http import Http404
 
+from kernelindex.inline import Inline
 from kernelindex.prepared import Prepared, PreparedIn
 from runs.models import (
     ELIGIBLE,
@@ -33,6 +35,30 @@ from runs.ranking import RankingRule
 PAGE_SIZE = 50
 SEARCH_LIMIT = 20
 TOP_PER_GROUP = 5
+
+
+def gpu_products() -> list[str]:
+    """Every GPU product a comparison group names, sorted (1 query), read from the groups'
+    product index one product at a time: the next product after the last one found, until
+    there is none. ``SELECT DISTINCT`` read every group on each request that shows the GPU
+    filter (6.3 ms of PostgreSQL's time for 9,354 groups and 19 products, shipped data)."""
+    groups = connection.ops.quote_name(ComparisonGroup._meta.db_table)
+
+    def after(previous: str) -> str:
+        return (
+            f"(SELECT g.hardware_product FROM {groups} g WHERE g.hardware_product > {previous}"
+            " ORDER BY g.hardware_product LIMIT 1)"
+        )
+
+    sql = (
+        "WITH RECURSIVE walk (product) AS ("
+        f" SELECT (SELECT g.hardware_product FROM {groups} g ORDER BY g.hardware_product LIMIT 1)"
+        f" UNION ALL SELECT {after('w.product')} FROM walk w WHERE w.product IS NOT NULL"
+        ") SELECT product FROM walk WHERE product IS NOT NULL"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return [product for (product,) in cursor.fetchall()]
 
 
 def one_of(column: str, ids: list[int]) -> dict[str, Any]:
@@ -390,7 +416,7 @@ def project_revisions(project: Project) -> list[Any]:
     """The project's revisions (implementations), oldest first, with run counts (1 query)."""
     return list(
         project.implementations.annotate(
-            run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)),
+            run_count=Count("runs", filter=Q(runs__visibility=Inline(Visibility.PUBLISHED.value))),
             last_observed=Max("runs__observed_at"),
         ).order_by("created_at", "pk")[:200]
     )

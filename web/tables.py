@@ -22,6 +22,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils.text import slugify
 
+from kernelindex.inline import Inline
 from runs import exports, selectors
 from runs.models import ComparisonGroup, Environment, EvidenceLevel, RunStatus, Source
 from runs.ordering import newest_first
@@ -61,8 +62,7 @@ def gpu_slug(product: str) -> str:
 
 def gpu_products() -> dict[str, str]:
     """slug → normalised product of every GPU a comparison group names (1 query)."""
-    products = ComparisonGroup.objects.order_by("hardware_product").values_list("hardware_product", flat=True)
-    return {gpu_slug(product): product for product in products.distinct()}
+    return {gpu_slug(product): product for product in selectors.gpu_products()}
 
 
 def _gpu_lookup(product: str) -> dict[str, Any]:
@@ -221,13 +221,13 @@ def run_table(
             options = list(EvidenceLevel.choices)
             value = _choice(request, "evidence", options, "evidence level")
             if value:
-                lookups.append({"evidence_level": value})
+                lookups.append({"evidence_level": Inline(value)})
             made.append(Filter("evidence", "evidence", options, value))
         elif name == "status":
             options = list(RunStatus.choices)
             value = _choice(request, "status", options, "status")
             if value:
-                lookups.append({"status": value})
+                lookups.append({"status": Inline(value)})
             made.append(Filter("status", "status", options, value))
         else:  # pragma: no cover - a page asked for a filter that does not exist
             raise ValueError(name)

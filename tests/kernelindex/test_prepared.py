@@ -94,7 +94,7 @@ def test_sql_that_depends_on_the_values_fails_on_first_use() -> None:
         sliced(n=3)
 
 
-def test_slices_are_parameters_of_one_compiled_query() -> None:
+def test_slices_append_their_limit_and_offset_to_one_compiled_query() -> None:
     sol_group(5)
     group = ComparisonGroup.objects.get()
     ranked = Prepared(
@@ -113,7 +113,14 @@ def test_slices_are_parameters_of_one_compiled_query() -> None:
                 r.implementation_id for r in expected[start:stop]
             ]
     assert len(captured) == 5
-    assert all(" LIMIT " in query["sql"] and " OFFSET " in query["sql"] for query in captured.captured_queries)
+    # Written into the SQL, so a prepared statement's generic plan knows the page's size.
+    assert [query["sql"][query["sql"].index(" LIMIT ") :] for query in captured.captured_queries] == [
+        " LIMIT 2 OFFSET 0",
+        " LIMIT 2 OFFSET 2",
+        " LIMIT 2 OFFSET 4",
+        " LIMIT 0 OFFSET 1",
+        " LIMIT 50 OFFSET 0",
+    ]
     assert ranked.slice(0, 3, group_id=None) == []
     with pytest.raises(ValueError, match="start <= stop"):
         ranked.slice(3, 1, group_id=group.pk)

@@ -222,6 +222,14 @@ def test_the_runs_index_counts_a_gpu_and_a_source_exactly_from_the_stored_figure
             assert re.search(rf"<caption>Runs \({runs.count()}\)</caption>", page), url
 
 
+def test_the_gpu_filter_offers_every_product_of_the_groups_once_in_order(data):
+    from runs.selectors import gpu_products
+
+    products = ComparisonGroup.objects.order_by("hardware_product").values_list("hardware_product", flat=True)
+    assert len(products.distinct()) > 1
+    assert gpu_products() == list(products.distinct())  # the index walk gives SELECT DISTINCT's answer
+
+
 def test_csv_cells_are_formula_safe(client, db):
     import_bundles(
         [sol_bundle(submission_id=424242, username='=HYPERLINK("http://x")', sol_score=0.5, latency_ms=0.03)]

@@ -1,0 +1,61 @@
+"""``kernelindex.inline``: the constants an index depends on are written into the SQL.
+
+A bound ``visibility = %s`` or ``COALESCE(observed_at, %s)`` hides from a prepared statement's
+generic plan (PostgreSQL) and from SQLite's planner the partial and expression indexes that
+serve every list of runs; these tests pin that the lists' SQL carries them as text.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from kernelindex.inline import literal
+from runs.models import Run
+from runs.ordering import newest_first
+from tests.factories import sol_group
+
+
+def test_literals_are_quoted_and_only_constants_that_have_one_are_written() -> None:
+    assert literal("published", "postgresql") == "'published'"
+    assert literal("it's 100%", "sqlite") == "'it''s 100%%'"  # "%%": the SQL is %-formatted
+    assert literal(2**31 - 1, "postgresql") == "2147483647"
+    assert literal(1e300, "sqlite") == "1e+300"
+    assert literal(datetime(1, 1, 1, tzinfo=UTC), "postgresql") == "'0001-01-01T00:00:00+00:00'::timestamptz"
+    # Left to the driver: booleans, naive dates, dates on SQLite (Django gives it text), None.
+    for value, vendor in [(True, "postgresql"), (datetime(1, 1, 1), "postgresql"), (None, "sqlite")]:
+        assert literal(value, vendor) is None
+
+
+@pytest.mark.django_db
+def test_the_newest_first_list_carries_its_visibility_and_sentinel_as_text() -> None:
+    sol_group(3)
+    with CaptureQueriesContext(connection) as captured:
+        runs = list(Run.objects.visible().order_by(*newest_first())[:2])
+    assert len(runs) == 2
+    sql = captured.captured_queries[-1]["sql"]
+    assert "\"visibility\" = 'published'" in sql
+    sentinel = "'0001-01-01T00:00:00+00:00'::timestamptz" if connection.vendor == "postgresql" else "'0001-01-01"
+    assert f'COALESCE("runs_run"."observed_at", {sentinel}' in sql
+    query: Any = Run.objects.visible().order_by(*newest_first()).query
+    assert query.get_compiler(using="default").as_sql()[1] == ()  # nothing left to bind
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
+@pytest.mark.django_db
+def test_a_page_asked_again_runs_prepared_statements_with_one_plan(client: Any, settings: Any) -> None:
+    settings.PAGE_CACHE_SECONDS = 0  # every request reaches the database
+    sol_group(5)
+    run = Run.objects.order_by("rank").first()
+    for _ in range(12):  # psycopg prepares on the 5th run; PostgreSQL tries 5 plans of its own
+        for url in ["/api/v1/runs/", f"/runs/{run.public_id}/", "/runs/"]:
+            assert client.get(url).status_code == 200
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans FROM pg_prepared_statements")
+        prepared = cursor.fetchall()
+    lists = [generic for statement, generic in prepared if 'FROM "runs_run"' in statement]
+    assert lists and all(generic > 0 for generic in lists), prepared
