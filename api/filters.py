@@ -24,7 +24,6 @@ from django_filters.rest_framework import DjangoFilterBackend
 from api.pagination import MERGEABLE
 from attestations.models import Attestation, AttestationKind
 from kernelindex.gpus import normalise_product
-from kernelindex.inline import Inline
 from runs.models import (
     Benchmark,
     ComparisonGroup,
@@ -186,17 +185,6 @@ def _benchmark_q(prefix: str, value: str) -> Q:
     return condition
 
 
-class InlineChoiceFilter(django_filters.ChoiceFilter):
-    """A choice written into the SQL (``kernelindex.inline``): which index serves the list
-    depends on it (a rare status has a partial index), so a prepared statement's generic plan,
-    made for any value, must not be reused across values."""
-
-    def filter(self, qs: QuerySet, value: Any) -> QuerySet:
-        if value in EMPTY_VALUES:
-            return qs
-        return qs.filter(**{self.field_name: Inline(value)})
-
-
 class BenchmarkIdFilter(django_filters.CharFilter):
     """The benchmark at ``field_name`` (a relation path, "" for the benchmark itself) by native
     id or number."""
@@ -284,8 +272,8 @@ class RunFilter(ApiFilterSet):
     harness = django_filters.CharFilter(field_name="group__harness_name", help_text="Harness name.")
     harnessVersion = django_filters.CharFilter(field_name="group__harness_version", help_text="e.g. v1.1.")
     family = django_filters.CharFilter(field_name="group__family", help_text="Comparability family.")
-    status = InlineChoiceFilter(choices=RunStatus.choices)
-    evidenceLevel = InlineChoiceFilter(field_name="evidence_level", choices=EvidenceLevel.choices)
+    status = django_filters.ChoiceFilter(choices=RunStatus.choices)
+    evidenceLevel = django_filters.ChoiceFilter(field_name="evidence_level", choices=EvidenceLevel.choices)
     project = RunColumnFilter(
         column="implementation_id",
         ids=lambda name: Implementation.objects.filter(Q(project__slug=name) | Q(project__name=name)),

@@ -13,8 +13,9 @@ COALESCE(observed_at, '0001-01-01')``). A bound value hides that:
   ``visibility = $1`` can use no index of the published runs, so the run lists were planned
   anew on every request (5–9 ms of planning for 0.5 ms of execution on the shipped data).
 
-Only constants of the code go inline (a visibility, a keyset sentinel, a status chosen from a
-fixed list), never what a request sends. Other values (and ``None``) are bound as usual.
+``Inline`` writes the keyset sentinels and the ids a list is filtered on (ints);
+``kernelindex.lookups.InlinedExact`` the texts that partial indexes name (visibility, status,
+evidence level), quoted by ``quoted``. Other values (and ``None``) are bound as usual.
 """
 
 from __future__ import annotations
@@ -25,14 +26,21 @@ from typing import Any
 from django.db.models import Value
 
 
+def quoted(text: str) -> str:
+    """A text as an SQL string literal, with "%" doubled: Django's SQL is "%s"-formatted."""
+    return "'" + text.replace("'", "''").replace("%", "%%") + "'"
+
+
 def literal(value: Any, vendor: str) -> str | None:
     """``value`` as SQL text, or None when it has no literal form here."""
-    if isinstance(value, str):  # "%" doubled: Django's SQL goes through "%s" formatting
-        return "'" + value.replace("'", "''").replace("%", "%%") + "'"
+    if isinstance(value, str):
+        return quoted(value)
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return repr(value)
+    if isinstance(value, int):  # int(): PostgreSQL's backend sends psycopg's Int4(2), Int8(…)
+        return str(int(value))
+    if isinstance(value, float):
+        return repr(float(value))
     if isinstance(value, datetime) and value.tzinfo is not None and vendor == "postgresql":
         return f"'{value.isoformat()}'::timestamptz"
     return None

@@ -9,5 +9,7 @@ class RunsConfig(AppConfig):
         from kernelindex.lookups import InlinedExact
         from runs.models import Run
 
-        # The published runs' partial indexes name visibility (runs.ordering.newest_first_index).
-        Run._meta.get_field("visibility").register_lookup(InlinedExact, "exact")
+        # The published runs' partial indexes name visibility (runs.ordering.newest_first_index);
+        # the rare status and evidence indexes name those (migration 0018).
+        for name in ("visibility", "status", "evidence_level"):
+            Run._meta.get_field(name).register_lookup(InlinedExact, "exact")

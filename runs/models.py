@@ -20,7 +20,6 @@ from django.db import models
 from django.db.models import Q
 
 from kernelindex import canonical, links
-from kernelindex.inline import Inline
 from kernelindex.loading import LoadedQuickly
 from runs.ordering import newest_first_index
 
@@ -306,14 +305,7 @@ class RunStatus(models.TextChoices):
 
 
 # The one eligibility rule of DESIGN §4: ranking, pages and the API all use this Q.
-# Its constants are written into the SQL (kernelindex.inline), so the indexes of the published
-# runs apply to a prepared statement's generic plan as well.
-ELIGIBLE = Q(
-    status=Inline(RunStatus.PASSED.value),
-    visibility=Inline(Visibility.PUBLISHED.value),
-    quarantined=False,
-    is_reference=False,
-)
+ELIGIBLE = Q(status=RunStatus.PASSED, visibility=Visibility.PUBLISHED, quarantined=False, is_reference=False)
 
 
 # A source's own page's columns (its description and counts).
@@ -357,7 +349,7 @@ LISTING_DEFERRED = (
 class RunQuerySet(models.QuerySet):
     def visible(self) -> RunQuerySet:
         """Runs whose pages show their content (not tombstones)."""
-        return self.filter(visibility=Inline(Visibility.PUBLISHED.value))
+        return self.filter(visibility=Visibility.PUBLISHED)
 
     def eligible(self) -> RunQuerySet:
         return self.filter(ELIGIBLE)

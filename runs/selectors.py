@@ -67,8 +67,10 @@ def one_of(column: str, ids: list[int]) -> dict[str, Any]:
     through a join it could not tell a 33-run source from a 977,300-run one, and walked the
     newest-first index past most runs to fill a page of an old one (seconds at 1,000,000 runs).
     One id is an equality, which walks the index leading with the column in the list's order;
-    "= ANY(array)" reads that index but not in its order."""
-    return {column: ids[0]} if len(ids) == 1 else {f"{column}__any": ids}
+    "= ANY(array)" reads that index but not in its order. Either way the ids are written into
+    the SQL (``Inline``, ``kernelindex.lookups.AnyOf``), so a prepared statement is planned for
+    its own ids, not reused for another filter's."""
+    return {column: Inline(ids[0])} if len(ids) == 1 else {f"{column}__any": ids}
 
 
 # How a source writes its own run ids and revisions, where it has a convention
@@ -416,7 +418,7 @@ def project_revisions(project: Project) -> list[Any]:
     """The project's revisions (implementations), oldest first, with run counts (1 query)."""
     return list(
         project.implementations.annotate(
-            run_count=Count("runs", filter=Q(runs__visibility=Inline(Visibility.PUBLISHED.value))),
+            run_count=Count("runs", filter=Q(runs__visibility=Visibility.PUBLISHED)),
             last_observed=Max("runs__observed_at"),
         ).order_by("created_at", "pk")[:200]
     )

@@ -18,7 +18,6 @@ from django.db.models.functions import Coalesce
 
 from kernelindex import links
 from kernelindex.gpus import architecture_for
-from kernelindex.inline import Inline
 from runs.models import Benchmark, ComparisonGroup, EvidenceLevel, Project, Run, Source
 from web.tables import BadQuery, Filter, gpu_products, gpu_slug
 
@@ -102,8 +101,7 @@ def benchmark_list(get: Any) -> BenchmarkList:
         on_gpu = ComparisonGroup.objects.filter(hardware_product=gpus[values["gpu"]]).values("benchmark_id")
         rows = rows.filter(pk__in=on_gpu)
     if values["rerun"]:
-        rerun = Inline(EvidenceLevel.KERNELINDEX_RERUN.value)
-        reruns = Run.objects.visible().filter(evidence_level=rerun).values("benchmark_id")
+        reruns = Run.objects.visible().filter(evidence_level=EvidenceLevel.KERNELINDEX_RERUN).values("benchmark_id")
         rows = rows.filter(pk__in=reruns)
     # The figures runs.counts keeps at every write, under the names the page uses.
     rows = rows.annotate(run_count=F("published_runs"), last_observed=F("last_observed_at"))

@@ -12,7 +12,6 @@ from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
-from kernelindex.inline import Inline
 from kernelindex.prepared import PreparedIn
 from runs.models import Benchmark, ComparisonGroup, Run, RunStatus, Visibility
 from web import charts
@@ -200,7 +199,7 @@ def _metric(group: ComparisonGroup) -> tuple[str, str, str]:
 # The metric values of every published run of some groups, compiled once per number of groups.
 _metric_values = PreparedIn(
     lambda group_ids: (
-        Run.objects.filter(group_id__in=group_ids, visibility=Inline(Visibility.PUBLISHED.value))
+        Run.objects.filter(group_id__in=group_ids, visibility=Visibility.PUBLISHED)
         .order_by("observed_at", "public_id")
         .values_list(
             "group_id",

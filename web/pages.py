@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attestations.models import Attestation, IssueReport
-from kernelindex.inline import Inline
 from kernelindex.prepared import Prepared
 from runs import rerun_bundles
 from runs.models import ComparisonGroup, Project, Run, RunRevision, Visibility, Workload
@@ -229,9 +228,7 @@ def project_history(project: Project) -> list[HistoryRow]:
     """The latest HISTORY_LIMIT revisions of the project's published runs, newest first, each
     with its run (1 query; the documents stay in the database)."""
     revisions = (
-        RunRevision.objects.filter(
-            run__implementation__project=project, run__visibility=Inline(Visibility.PUBLISHED.value)
-        )
+        RunRevision.objects.filter(run__implementation__project=project, run__visibility=Visibility.PUBLISHED)
         .select_related("run")
         .defer("document", "run__document")
         .order_by("-created_at", "-pk")[:HISTORY_LIMIT]

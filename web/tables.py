@@ -22,7 +22,6 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils.text import slugify
 
-from kernelindex.inline import Inline
 from runs import exports, selectors
 from runs.models import ComparisonGroup, Environment, EvidenceLevel, RunStatus, Source
 from runs.ordering import newest_first
@@ -221,13 +220,13 @@ def run_table(
             options = list(EvidenceLevel.choices)
             value = _choice(request, "evidence", options, "evidence level")
             if value:
-                lookups.append({"evidence_level": Inline(value)})
+                lookups.append({"evidence_level": value})
             made.append(Filter("evidence", "evidence", options, value))
         elif name == "status":
             options = list(RunStatus.choices)
             value = _choice(request, "status", options, "status")
             if value:
-                lookups.append({"status": Inline(value)})
+                lookups.append({"status": value})
             made.append(Filter("status", "status", options, value))
         else:  # pragma: no cover - a page asked for a filter that does not exist
             raise ValueError(name)

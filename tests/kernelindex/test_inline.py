@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from kernelindex.inline import literal
 from runs.models import Run
 from runs.ordering import newest_first
+from runs.selectors import one_of
 from tests.factories import sol_group
 
 
@@ -31,18 +31,43 @@ def test_literals_are_quoted_and_only_constants_that_have_one_are_written() -> N
         assert literal(value, vendor) is None
 
 
+def compiled(queryset: Any) -> tuple[str, tuple[Any, ...]]:
+    """The SQL and parameters Django sends (the logged SQL has the parameters filled in)."""
+    return queryset.query.get_compiler(using="default").as_sql()
+
+
 @pytest.mark.django_db
 def test_the_newest_first_list_carries_its_visibility_and_sentinel_as_text() -> None:
     sol_group(3)
-    with CaptureQueriesContext(connection) as captured:
-        runs = list(Run.objects.visible().order_by(*newest_first())[:2])
-    assert len(runs) == 2
-    sql = captured.captured_queries[-1]["sql"]
+    runs = Run.objects.visible().order_by(*newest_first())
+    assert len(runs[:2]) == 2
+    sql, params = compiled(runs)
     assert "\"visibility\" = 'published'" in sql
     sentinel = "'0001-01-01T00:00:00+00:00'::timestamptz" if connection.vendor == "postgresql" else "'0001-01-01"
     assert f'COALESCE("runs_run"."observed_at", {sentinel}' in sql
-    query: Any = Run.objects.visible().order_by(*newest_first()).query
-    assert query.get_compiler(using="default").as_sql()[1] == ()  # nothing left to bind
+    assert params == ()  # nothing left to bind
+
+
+@pytest.mark.django_db
+def test_statuses_evidence_levels_and_ids_are_written_into_the_sql() -> None:
+    sol_group(3)
+    environment = Run.objects.first().environment_id
+    failed = Run.objects.filter(status="failed", evidence_level="kernelindex_rerun")
+    assert failed.count() == 0
+    sql, params = compiled(failed)
+    assert "\"status\" = 'failed'" in sql and "\"evidence_level\" = 'kernelindex_rerun'" in sql
+    assert params == ()
+    odd = Run.objects.filter(status="50%s 'x'")  # quoted, and "%" stays text on both databases
+    assert odd.count() == 0
+    assert "'50%%s ''x'''" in compiled(odd)[0]
+    one = Run.objects.filter(**one_of("environment_id", [environment]))
+    assert one.count() == 3
+    assert f'"environment_id" = {environment}' in compiled(one)[0]
+    several = Run.objects.filter(**one_of("environment_id", [environment, 0]))
+    assert several.count() == 3
+    if connection.vendor == "postgresql":
+        sql, params = compiled(several)
+        assert f"= ANY('{{{environment},0}}'::bigint[])" in sql and params == ()
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
