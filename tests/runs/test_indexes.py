@@ -191,6 +191,11 @@ def test_rare_filter_values_and_several_ids_look_their_runs_up(client):
     sql = _run_queries(client, f"/api/v1/runs/?architecture={architecture}")[-1]
     assert "CROSS JOIN LATERAL" in sql and '"runs_run"."environment_id" = ("merge_ids"."id")' in sql, sql
     assert all(node["Node Type"] != "Seq Scan" for node in _plan(sql) if node.get("Relation Name") == "runs_run")
+    # A harness version of few runs: read group by group (api.filters.GroupColumnFilter), not by
+    # a join to the groups that walked the newest-first index past every other run.
+    sql = _run_queries(client, "/api/v1/runs/?harnessVersion=v1.0")[-1]
+    assert "CROSS JOIN LATERAL" in sql and '"runs_run"."group_id" = ("merge_ids"."id")' in sql, sql
+    assert all(node["Node Type"] != "Seq Scan" for node in _plan(sql) if node.get("Relation Name") == "runs_run")
     # An early bound on observedAt is a range of the newest-first index, not a filter on its walk.
     sql = _run_queries(client, "/api/v1/runs/?observedBefore=2025-06-01")[-1]
     conditions = " ".join(node.get("Index Cond", "") for node in _plan(sql) if node.get("Relation Name") == "runs_run")
@@ -238,3 +243,35 @@ def test_a_list_filtered_by_several_environments_pages_as_the_plain_filter_does(
     page = client.get(back).json()  # the last page's previous link: the page before it
     last = len(expected) % 7 or 7
     assert [row["id"] for row in page["results"]] == expected[-last - 7 : -last]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("few", [5000, 0], ids=["group by group", "by their sources"])
+def test_a_list_filtered_by_a_group_column_pages_as_the_plain_filter_does(client, monkeypatch, few):
+    """?harness= and ?harnessVersion= (api.filters.GroupColumnFilter) give what a filter through
+    the join gives, whether the runs are read group by group or from their sources' indexes."""
+    from api.filters import GroupColumnFilter
+    from runs.models import ComparisonGroup
+
+    monkeypatch.setattr(GroupColumnFilter, "FEW", few)
+    sol_group(30)
+    sol_group(20, stack="v1.0", observed_at="2025-01-02T03:04:05Z")
+    sol_group(10, stack="v0.9", kernel="010_attention_value_projection_with_transpose")
+    harness = ComparisonGroup.objects.values_list("harness_name", flat=True).distinct().get()
+    for query, plain, count in [
+        ({"harness": harness}, {"group__harness_name": harness}, 60),
+        ({"harnessVersion": "v1.0"}, {"group__harness_version": "v1.0"}, 20),
+    ]:
+        expected = list(
+            Run.objects.filter(visibility="published", **plain)
+            .order_by(*newest_first())
+            .values_list("public_id", flat=True)
+        )
+        assert len(expected) == count
+        seen, url = [], f"/api/v1/runs/?{urllib.parse.urlencode(query)}&limit=7"
+        while url:
+            page = client.get(url).json()
+            seen.extend(row["id"] for row in page["results"])
+            url = page["next"]
+        assert seen == expected, query
+    assert client.get("/api/v1/runs/?harness=none+such").json()["results"] == []
