@@ -24,7 +24,7 @@ from ingest.rows import allocate_keys, format_rows, nothing, prepare_rows
 from ingest.session import ImportSession
 from kernelindex.pagecache import bump_data_version
 from runs import counts, ranking
-from runs.bulk import index_reads_only
+from runs.bulk import client_bound, index_reads_only
 from runs.identity import identity_text, public_id_candidates
 from runs.manifests import ManifestError, VerifiedBundle
 from runs.models import ELIGIBLE, EvidenceLevel, Run, RunRevision, Visibility
@@ -112,7 +112,7 @@ def import_bundles(
     # Each batch's new runs are written while the next batch is built (``_Background``), unless
     # a run comes twice: then the later row replaces the earlier one before anything is written.
     overlapped = connection.vendor == "postgresql" and len(set(identities)) == len(identities)
-    with transaction.atomic():
+    with client_bound(), transaction.atomic():
         session = ImportSession(
             evidence_level=evidence_level,
             trust_annotations=trust_annotations,

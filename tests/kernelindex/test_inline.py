@@ -84,3 +84,25 @@ def test_a_page_asked_again_runs_prepared_statements_with_one_plan(client: Any, 
         prepared = cursor.fetchall()
     lists = [generic for statement, generic in prepared if 'FROM "runs_run"' in statement]
     assert lists and all(generic > 0 for generic in lists), prepared
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="binding on the server is PostgreSQL's")
+@pytest.mark.django_db
+def test_an_import_binds_on_the_client_and_leaves_the_connection_as_it_was() -> None:
+    """runs.bulk.client_bound: an import prepares nothing (its lookups change size every batch)."""
+    import psycopg
+
+    from runs.bulk import client_bound
+
+    connection.ensure_connection()
+    raw = connection.connection
+    before = (raw.cursor_factory, raw.prepare_threshold)
+    assert before[1] == 5 and not issubclass(before[0], psycopg.ClientCursor)  # pages' settings
+    with client_bound():
+        assert raw.prepare_threshold is None and issubclass(raw.cursor_factory, psycopg.ClientCursor)
+        for _ in range(7):
+            Run.objects.filter(status="failed").count()
+    assert (raw.cursor_factory, raw.prepare_threshold) == before
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%%runs_run%%'")
+        assert cursor.fetchone() == (0,)
