@@ -115,6 +115,14 @@ def pages() -> list[tuple[str, str]]:
     rare_gpu = gpu_slug(rare["hardware_product"]) if rare else gpu_slug(biggest.hardware_product)
     # Filters that name several ids (an architecture's environments) or a value few runs have.
     widest = Environment.objects.values("architecture").annotate(n=Count("pk")).order_by("-n", "architecture").first()
+    # A group column whose value few runs have: it was a walk of the whole newest-first index.
+    harness = (
+        ComparisonGroup.objects.values("harness_name")
+        .annotate(n=Sum("published_runs"))
+        .filter(n__gt=0)
+        .order_by("n", "harness_name")
+        .first()
+    )
     before = (oldest.last_observed_at or datetime.now(UTC)).date().isoformat()
     return [
         ("trivial view", TRIVIAL),
@@ -148,6 +156,7 @@ def pages() -> list[tuple[str, str]]:
         ("API runs (reruns)", "/api/v1/runs/?evidenceLevel=kernelindex_rerun"),
         ("API runs (unranked)", "/api/v1/runs/?ranked=false"),
         ("API runs (observed before)", f"/api/v1/runs/?observedBefore={before}"),
+        ("API runs (rarest harness)", "/api/v1/runs/?" + urllib.parse.urlencode({"harness": harness["harness_name"]})),
         ("API run detail", f"/api/v1/runs/{middle.public_id}/"),
         ("API groups list", "/api/v1/groups/"),
     ]
