@@ -63,7 +63,7 @@ def _array_literal(values: list[Any]) -> Any:
 
 
 class InlinedExact(Exact):
-    """``field=value`` with a text value written into the SQL (``kernelindex.inline.literal``),
+    """``field=value`` with a text value written into the SQL (``kernelindex.inline.quoted``),
     for a column that a partial index's condition names (``visibility = 'published'`` of the
     published runs' indexes; a status or evidence level other than the common one).
 

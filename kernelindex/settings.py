@@ -169,8 +169,7 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # the API list 15.4 → 6.1 ms, a run page 6.4 → 3.6 ms. PG_PREPARE_THRESHOLD=off binds on
     # the client as Django does by default (for a pooler in transaction mode that cannot keep
     # prepared statements, e.g. PgBouncer before 1.21).
-    threshold = os.environ.get("PG_PREPARE_THRESHOLD", "5")
-    if threshold != "off":
+    if os.environ.get("PG_PREPARE_THRESHOLD") != "off":
         DATABASES["default"]["OPTIONS"].setdefault("server_side_binding", True)
         DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", env_int("PG_PREPARE_THRESHOLD", 5))
 

@@ -80,8 +80,10 @@ def client_bound() -> Iterator[None]:
 
     Pages gain from server-side binding and prepared statements (kernelindex.settings); an
     import does not: its lookups run once a batch with arrays of a new size each time, and its
-    writes bind thousands of values. Bound on the server, 100,000 runs took 30-34 s against
-    25-28 s (bench/import_bench.py, interleaved rounds)."""
+    writes bind thousands of values. With both on for the import, 100,000 runs took 29.9 and
+    33.7 s against 26.5 and 25.3 s with PG_PREPARE_THRESHOLD=off (bench/import_bench.py,
+    interleaved). With this, the two still differed by 4-10% in three rounds of four, within
+    this machine's noise but not explained."""
     if connection.vendor != "postgresql":
         yield
         return
