@@ -235,13 +235,20 @@ def ranking_rows(group: ComparisonGroup, *, sort: str = "rank", show_all: bool =
     return rows.order_by(order, "public_id")
 
 
+_GROUP, _SOURCE, _BENCHMARK = (Run._meta.get_field(name) for name in ("group", "source", "benchmark"))
+
+
 def attach_group(rows: list[Run], group: ComparisonGroup) -> list[Run]:
     """Give rows of ``ranking_rows`` their group, its source and benchmark (no query when
-    ``group`` came from ``group_get``)."""
+    ``group`` came from ``group_get``). The rows are the group's runs, so their keys already name
+    these three (a group belongs to one benchmark of one source): only the related-object caches
+    are set, as ``select_related`` sets them. Assigning through the descriptors checked and set
+    the keys again, 6% of a ranking page."""
+    source, benchmark = group.source, group.benchmark
     for run in rows:
-        run.group = group
-        run.source = group.source
-        run.benchmark = group.benchmark
+        _GROUP.set_cached_value(run, group)
+        _SOURCE.set_cached_value(run, source)
+        _BENCHMARK.set_cached_value(run, benchmark)
     return rows
 
 
