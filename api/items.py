@@ -56,6 +56,11 @@ def _datetime(value: Any) -> str | None:
     return _DATETIME.to_representation(value)
 
 
+def _utc(value: Any) -> Any:
+    """A date for the API's renderer, which writes one in UTC as ``_datetime`` spells it."""
+    return value if value is None or value.tzinfo is UTC else _datetime(value)
+
+
 def _optional(value: Any, kind: type) -> Any:
     return None if value is None else kind(value)
 
@@ -91,16 +96,18 @@ def run_item(run: Run | dict[str, Any]) -> dict[str, Any]:
     """RunSerializer's item for one run: the declared fields, in their order, with DRF's own
     representations (str, int, float, bool, ISO 8601 with "Z"). ``run`` is a Run with its joined
     rows, or a row of ``RUN_ITEM_VALUES`` (what a list reads: no model instances)."""
-    return _item(run if isinstance(run, dict) else _row(run), _object, settings.SITE_URL + get_script_prefix(), {})
+    row = run if isinstance(run, dict) else _row(run)
+    return _item(row, _object, _datetime, settings.SITE_URL + get_script_prefix(), {})
 
 
 def run_items(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``run_item`` of each row of ``RUN_ITEM_VALUES``, for a response of the API's renderer: the
     summaries go in as the JSON text the database holds (``RawJSON``), not decoded only to be
-    encoded again, spelled as the API spells them (``runs.summaries.summaries_of``)."""
+    encoded again, spelled as the API spells them (``runs.summaries.summaries_of``); a date in
+    UTC goes in as it is, for the renderer to write in C."""
     base = settings.SITE_URL + get_script_prefix()  # read once: both are lookups in a proxy
     urls: dict[tuple[str, ...], str] = {}  # a page's runs share a few benchmarks and projects
-    return [_item(row, _raw, base, urls) for row in rows]
+    return [_item(row, _raw, _utc, base, urls) for row in rows]
 
 
 def _raw(value: Any) -> Any:
@@ -111,10 +118,15 @@ def _raw(value: Any) -> Any:
 
 
 def _item(
-    row: dict[str, Any], summary: Callable[[Any], Any], base: str, urls: dict[tuple[str, ...], str]
+    row: dict[str, Any],
+    summary: Callable[[Any], Any],
+    date: Callable[[Any], Any],
+    base: str,
+    urls: dict[tuple[str, ...], str],
 ) -> dict[str, Any]:
-    """The item of a row; ``base``: what goes before a page's path segments in a link
-    (SITE_URL and the script prefix); ``urls``: the benchmarks' and projects' links so far."""
+    """The item of a row; ``summary`` and ``date``: what a stored object and a date become;
+    ``base``: what goes before a page's path segments in a link (SITE_URL and the script
+    prefix); ``urls``: the benchmarks' and projects' links so far."""
     project_slug = row["implementation__project__slug"]
     source_slug, native_id = row["benchmark__source__slug"], row["benchmark__native_id"]
     if (source_slug, native_id) not in urls:
@@ -162,8 +174,8 @@ def _item(
         },
         "primaryStatistic": str(row["primary_statistic"]),
         "latencyNs": _optional(row["latency_ns"], float),
-        "observedAt": _datetime(row["observed_at"]),
-        "publishedAt": _datetime(row["published_at"]),
+        "observedAt": date(row["observed_at"]),
+        "publishedAt": date(row["published_at"]),
         "timing": summary(row["timing_json"]),
         "metrics": summary(row["metrics_json"]),
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
+import zoneinfo
 from decimal import Decimal
 from typing import Any
 
@@ -25,6 +26,7 @@ class Theirs(drf.JSONRenderer):
 
 
 BERLIN = dt.timezone(dt.timedelta(hours=2))
+LONDON = zoneinfo.ZoneInfo("Europe/London")
 
 
 @pytest.mark.parametrize(
@@ -35,6 +37,8 @@ BERLIN = dt.timezone(dt.timedelta(hours=2))
         {
             "utc": dt.datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=dt.UTC),
             "berlin": dt.datetime(2026, 7, 1, tzinfo=BERLIN),
+            "london": dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=LONDON),  # a zero offset: "Z" too
+            "west": dt.datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=dt.timezone(-dt.timedelta(hours=9, minutes=30))),
         },
         {"naive": dt.datetime(2026, 1, 2, 3, 4, 5), "date": dt.date(2026, 1, 2), "time": dt.time(3, 4, 5, 6)},
         {
@@ -86,6 +90,13 @@ def test_a_non_finite_float_is_null_instead_of_an_error() -> None:
     with pytest.raises(ValueError):
         theirs.render({"x": float("nan")})
     assert ours.render({"x": float("nan"), "y": float("inf")}) == b'{"x":null,"y":null}'
+
+
+def test_an_offset_with_seconds_loses_them() -> None:
+    """Local mean time before 1900; no date a database returns here has one (they are UTC)."""
+    data = {"lmt": dt.datetime(1890, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=5, minutes=53, seconds=28)))}
+    assert theirs.render(data) == b'{"lmt":"1890-01-01T00:00:00+05:53:28"}'
+    assert ours.render(data) == b'{"lmt":"1890-01-01T00:00:00+05:53"}'
 
 
 def test_none_is_an_empty_body() -> None:
