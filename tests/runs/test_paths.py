@@ -59,3 +59,6 @@ def test_a_segment_is_quoted_as_quote_would_whatever_it_holds() -> None:
     samples = characters + ["a" + c + "b" for c in characters] + ["sha256:0f/1a", "..", "a b", ""]
     for sample in samples:
         assert links._quoted(sample) == quote(sample, safe=links._PATH_SAFE), repr(sample)
+        # A path is matched whole first: one segment to quote among others that need none.
+        quoted = [quote(part, safe=links._PATH_SAFE) for part in ("runs", sample, "x")]
+        assert links.page_path("runs", sample, "x", prefix="/") == "/" + "/".join(quoted) + "/", repr(sample)
