@@ -1,9 +1,9 @@
 """Rate limits for posts, shared by every gunicorn worker through Django's cache.
 
 Fixed windows per client and scope: at most ``settings.RATE_LIMIT_PER_MINUTE`` posts in a
-clock minute and ``settings.RATE_LIMIT_PER_DAY`` in a UTC day. Counting is ``cache.incr(key)``, and
-``cache.add(key, 1)`` for a window's first request: both are atomic in Redis and in
-``kernelindex.cache.AtomicDatabaseCache``, so twenty parallel requests get twenty distinct counts
+clock minute and ``settings.RATE_LIMIT_PER_DAY`` in a UTC day. Counting is one atomic increment
+(``count_up``: INCR on Redis; ``cache.incr`` and, for a window's first request, ``cache.add`` in
+``kernelindex.cache.AtomicDatabaseCache``), so twenty parallel requests get twenty distinct counts
 and exactly the allowed number passes. The API's throttles (``api.throttling``) count the same way.
 
 Stable API for the forms and the JSON API::
@@ -42,15 +42,33 @@ def count(cache_key: str, window: int, allowed: int, *, now: float) -> tuple[boo
     seconds until the window ends if not). One cache round trip once the window's counter exists,
     whatever the rate: nothing but the count is stored."""
     bucket = int(now // window)
-    bucket_key = f"{cache_key}:{window}:{bucket}"
-    try:
-        counted = cache.incr(bucket_key)
-    except ValueError:
-        # The window's first request: add() creates the counter only if no other worker did.
-        counted = 1 if cache.add(bucket_key, 1, timeout=window + 60) else cache.incr(bucket_key)
+    counted = count_up(f"{cache_key}:{window}:{bucket}", timeout=window + 60)
     if counted > allowed:
         return False, max(1, int((bucket + 1) * window - now) + 1)
     return True, 0
+
+
+def count_up(key: str, *, timeout: int) -> int:
+    """One more under ``key`` in the cache: the count so far, this one included; a new counter
+    expires after ``timeout`` seconds.
+
+    On Redis it is INCR, and EXPIRE after the INCR that made the counter (Redis's own rate-limit
+    pattern): django-redis's ``incr`` runs a Lua script that first checks the key exists, 10 µs
+    of the server's CPU a call against 1 µs for INCR, and 12 µs more of the worker's, on every
+    API request. A worker that died between the two would leave one counter without an expiry,
+    which nothing reads once its window is over. Elsewhere ``cache.incr``, and for a window's first request
+    ``cache.add``, which creates the counter only if no other worker did."""
+    client = getattr(getattr(cache, "client", None), "get_client", None)
+    if client is not None:  # django-redis
+        redis, raw_key = client(write=True), cache.make_key(key)
+        counted = redis.incr(raw_key)
+        if counted == 1:
+            redis.expire(raw_key, timeout)
+        return counted
+    try:
+        return cache.incr(key)
+    except ValueError:
+        return 1 if cache.add(key, 1, timeout=timeout) else cache.incr(key)
 
 
 def hit(key: str, scope: str, *, now: float | None = None) -> tuple[bool, int]:

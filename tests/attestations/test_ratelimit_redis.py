@@ -55,3 +55,19 @@ def test_twenty_threads_get_exactly_five_passes(redis_cache, minute_room):
     for thread in threads:
         thread.join(timeout=30)
     assert sorted(results) == [False] * 15 + [True] * 5
+
+
+def test_a_counter_is_an_integer_that_expires_after_its_window(redis_cache, minute_room):
+    import redis
+    from django.core.cache import cache
+
+    key = f"c:test-{uuid.uuid4().hex}"
+    assert [ratelimit.count_up(key, timeout=120) for _ in range(3)] == [1, 2, 3]
+    assert cache.get(key) == 3  # the cache reads what INCR wrote
+    ttl = redis.Redis.from_url(REDIS_URL).ttl(cache.make_key(key))
+    assert 0 < ttl <= 120
+    for window, _ in ratelimit.limits():
+        assert ratelimit.count(key, window, 10, now=1_000_000.0) == (True, 0)
+    for window, _ in ratelimit.limits():
+        bucket = f"{key}:{window}:{int(1_000_000 // window)}"
+        assert 0 < redis.Redis.from_url(REDIS_URL).ttl(cache.make_key(bucket)) <= window + 60
