@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections import namedtuple
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -121,7 +122,9 @@ class KeysetPagination(BasePagination):
             ) from None
 
     def _make_cursor(self, ordering: str, keys: list[Key], row: Any, reverse: bool) -> str:
-        get = row.__getitem__ if isinstance(row, dict) else row.__getattribute__  # values() rows or objects
+        get = (
+            row.__getitem__ if isinstance(row, dict) else row.__getattribute__
+        )  # values() rows, or objects and named tuples
         values = [_encode_value(get(key.alias), key.kind) for key in keys]
         payload = json.dumps({"o": ordering, "v": values, "r": reverse}, separators=(",", ":"))
         return base64.urlsafe_b64encode(payload.encode()).decode("ascii").rstrip("=")
@@ -173,21 +176,23 @@ class KeysetPagination(BasePagination):
             queryset = queryset.filter(cls._after(keys, cursor[0], reverse))
         return queryset
 
-    # The first page of a view's unfiltered values() list, by (view, ordering): the names of
-    # its row's values and the query, compiled once (kernelindex.prepared) with LIMIT a parameter.
-    _first_pages: dict[tuple[type, str], tuple[tuple[str, ...], Prepared]] = {}
+    # The first page of a view's unfiltered values() list, by (view, ordering): the class of its
+    # rows, a named tuple of its values, and the query, compiled once (kernelindex.prepared).
+    _first_pages: dict[tuple[type, str], tuple[type, Prepared]] = {}
 
     def _first_page(self, queryset: QuerySet, view: Any, ordering: str, keys: list[Key], stop: int) -> list[Any]:
         """Rows ``[:stop]`` of ``queryset``, a view's whole list (``first_pages_prepared``: its
-        values() rows, unfiltered), without a cursor. Compiling the list's query was a fifth of
-        the time of its most asked page."""
+        values() rows, unfiltered), without a cursor, as named tuples: the values() fields in
+        their order, then the keys'. Compiling the list's query was a fifth of the time of its
+        most asked page, and building a dictionary of each row 7% of what was left."""
         entry = self._first_pages.get((type(view), ordering))
         if entry is None:
             names = (*queryset._fields, *(key.alias for key in keys if key.expression is not None))
             ordered = self._ordered(queryset, keys, None).values_list(*names)
-            entry = self._first_pages[type(view), ordering] = (names, Prepared(lambda: ordered))
-        names, prepared = entry
-        return [dict(zip(names, row, strict=True)) for row in prepared.slice(0, stop)]
+            row = namedtuple(f"{queryset.model.__name__}Row", names)
+            entry = self._first_pages[type(view), ordering] = (row, Prepared(lambda: ordered))
+        row, prepared = entry
+        return list(map(row._make, prepared.slice(0, stop)))
 
     @staticmethod
     def _after(keys: list[Key], values: list[Any], reverse: bool) -> Q:

@@ -83,7 +83,8 @@ class HarnessSerializer(serializers.Serializer):
 class RunListSerializer(serializers.ListSerializer):
     def to_representation(self, data: Any) -> list[dict[str, Any]]:
         rows = list(data)
-        if all(isinstance(row, dict) for row in rows):  # a list's values() rows (api.views)
+        # A list's values() rows, or its first page's named tuples (api.views, api.pagination).
+        if all(isinstance(row, (dict, tuple)) for row in rows):
             return run_items(rows)
         return super().to_representation(rows)
 
