@@ -11,6 +11,9 @@ time, for ``--seconds``), the
 ratio of that rate to ``/healthz`` measured in the same run, the query count, and whether any
 of the page's query plans (EXPLAIN, PostgreSQL only) scans the runs table sequentially.
 
+The load is wrk's (``apt-get install wrk``) when it is installed, as the issue measured; without
+it Python clients stand in, which spend a share of the same cores and read every ratio higher.
+
 Modes (``--modes``): ``uncached`` serves with the full-page cache off (PAGE_CACHE_SECONDS=0),
 ``cached`` with it on (anonymous GETs from the page cache), ``304`` sends the page's ETag back.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import math
 import multiprocessing
 import os
 import re
@@ -279,6 +283,11 @@ def server_cpu(server: subprocess.Popen) -> float:
 WRK = shutil.which("wrk")
 
 
+def load_seconds(seconds: float) -> float:
+    """How long each load runs: wrk counts whole seconds, so ``--seconds`` rounded up (at least 1)."""
+    return max(1, math.ceil(seconds)) if WRK else seconds
+
+
 def load(
     server: subprocess.Popen, port: int, path: str, headers: dict[str, str], connections: int, seconds: float
 ) -> tuple[float, float]:
@@ -310,8 +319,9 @@ def load(
 def _wrk(
     server: subprocess.Popen, port: int, path: str, headers: dict[str, str], connections: int, seconds: float
 ) -> tuple[float, float]:
-    """``load`` by wrk: two threads, ``connections`` connections, every answer a 2xx or 3xx."""
-    command = [WRK, "-t2", f"-c{connections}", f"-d{seconds:g}s"]
+    """``load`` by wrk: two threads (one a connection if fewer), ``connections`` connections, for
+    ``load_seconds(seconds)``; every answer must be a 2xx or 3xx."""
+    command = [WRK, f"-t{min(2, connections)}", f"-c{connections}", f"-d{load_seconds(seconds)}s"]
     for name, value in headers.items():
         command += ["-H", f"{name}: {value}"]
     cpu = server_cpu(server)
@@ -366,7 +376,7 @@ def measure(mode: str, targets: list[tuple[str, str]], args: argparse.Namespace,
         clients = "wrk" if WRK else "Python clients (wrk is not installed)"
         print(
             f"\n## {mode}: {args.workers} gunicorn workers, {args.connections} connections ({clients}), "
-            f"{args.seconds:g} s each"
+            f"{load_seconds(args.seconds):g} s each"
         )
         print(
             "| page | status | p50 ms | p95 ms | req/s | × trivial (req/s) | CPU ms/req | × trivial (CPU) "
