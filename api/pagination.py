@@ -122,9 +122,8 @@ class KeysetPagination(BasePagination):
             ) from None
 
     def _make_cursor(self, ordering: str, keys: list[Key], row: Any, reverse: bool) -> str:
-        get = (
-            row.__getitem__ if isinstance(row, dict) else row.__getattribute__
-        )  # values() rows, or objects and named tuples
+        # values() rows by key; objects and named tuples (a first page) by attribute.
+        get = row.__getitem__ if isinstance(row, dict) else row.__getattribute__
         values = [_encode_value(get(key.alias), key.kind) for key in keys]
         payload = json.dumps({"o": ordering, "v": values, "r": reverse}, separators=(",", ":"))
         return base64.urlsafe_b64encode(payload.encode()).decode("ascii").rstrip("=")

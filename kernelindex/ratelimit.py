@@ -56,8 +56,8 @@ def count_up(key: str, *, timeout: int) -> int:
     pattern): django-redis's ``incr`` runs a Lua script that first checks the key exists, 10 µs
     of the server's CPU a call against 1 µs for INCR, and 12 µs more of the worker's, on every
     API request. A worker that died between the two would leave one counter without an expiry,
-    which nothing reads once its window is over. Elsewhere ``cache.incr``, and for a window's first request
-    ``cache.add``, which creates the counter only if no other worker did."""
+    which nothing reads once its window is over. Elsewhere ``cache.incr``, and for a window's
+    first request ``cache.add``, which creates the counter only if no other worker did."""
     client = getattr(getattr(cache, "client", None), "get_client", None)
     if client is not None:  # django-redis
         redis, raw_key = client(write=True), cache.make_key(key)
