@@ -26,6 +26,10 @@ from api.models import ApiToken
 from kernelindex import ratelimit
 from kernelindex.clients import client_key
 
+# Where a request counted before DRF's throttles ran (api.conditional) keeps (key, allowed,
+# retry after), so the throttle of that key does not count it twice.
+COUNTED = "_ki_throttle_counted"
+
 
 class _Throttle(SimpleRateThrottle):
     def get_rate(self) -> str | None:
@@ -43,6 +47,10 @@ class _Throttle(SimpleRateThrottle):
         key = self.get_cache_key(request, view)
         if key is None:
             return True
+        counted = getattr(request._request, COUNTED, None)
+        if counted is not None and counted[0] == key:  # counted before the view (api.conditional)
+            allowed, self.retry_after = counted[1], counted[2]
+            return allowed
         allowed, self.retry_after = ratelimit.count(key, self.duration, self.num_requests, now=self.timer())
         return allowed
 
@@ -58,6 +66,10 @@ class AnonThrottle(_Throttle):
     def get_cache_key(self, request: Request, view: Any) -> str | None:
         if isinstance(request.auth, ApiToken):
             return None
+        return self.key_of(request)
+
+    def key_of(self, request: Any) -> str:
+        """The counter of an anonymous client (a DRF or a Django request)."""
         return self.cache_format % {"scope": self.scope, "ident": client_key(request)}
 
 

@@ -119,9 +119,16 @@ def _etag(version: int) -> str:
     return f'"ki-{version}-{timezone.now():%Y%m%d}"'
 
 
-def current_etag() -> str:
-    """The validator of anything that changes only when the data does (one cache read)."""
-    return _etag(data_version())
+def current_etag(version: int | None = None) -> str:
+    """The validator of anything that changes only when the data does: of ``version`` when the
+    caller read it already (``version_cache``), else one cache read."""
+    return _etag(data_version() if version is None else version)
+
+
+def version_cache() -> tuple[Any, str]:
+    """(the cache, the key) of the data version, for a caller that reads it along with another
+    cache operation (api.conditional: with the throttle's count, in one round trip)."""
+    return _cache(), VERSION_KEY
 
 
 class _Recent:

@@ -19,6 +19,7 @@ moderate what the limits protect, are not. The web forms and the API use the sam
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
@@ -43,9 +44,40 @@ def count(cache_key: str, window: int, allowed: int, *, now: float) -> tuple[boo
     whatever the rate: nothing but the count is stored."""
     bucket = int(now // window)
     counted = count_up(f"{cache_key}:{window}:{bucket}", timeout=window + 60)
+    return _verdict(counted, allowed, bucket, window, now)
+
+
+def _verdict(counted: int, allowed: int, bucket: int, window: int, now: float) -> tuple[bool, int]:
     if counted > allowed:
         return False, max(1, int((bucket + 1) * window - now) + 1)
     return True, 0
+
+
+def count_reading(
+    cache_key: str, window: int, allowed: int, *, now: float, other: Any, other_key: str
+) -> tuple[bool, int, Any]:
+    """``count`` and ``other.get(other_key)`` together: (allowed, retry after, the value). One
+    round trip when ``other`` is a cache on the same Redis as the counters (the API's throttle and
+    the site's data version: kernelindex.settings puts both on REDIS_URL), two otherwise."""
+    bucket = int(now // window)
+    key, timeout = f"{cache_key}:{window}:{bucket}", window + 60
+    if _redis(cache) is not None and _redis(other) is not None and cache._server == other._server:
+        redis, raw_key = cache.client.get_client(write=True), cache.make_key(key)
+        pipe = redis.pipeline(transaction=False)
+        pipe.incr(raw_key)
+        pipe.get(other.make_key(other_key))
+        counted, raw = pipe.execute()
+        if counted == 1:
+            redis.expire(raw_key, timeout)
+        value = None if raw is None else other.client.decode(raw)
+    else:
+        counted, value = count_up(key, timeout=timeout), other.get(other_key)
+    return (*_verdict(counted, allowed, bucket, window, now), value)
+
+
+def _redis(some_cache: Any) -> Any:
+    """The django-redis client getter of a cache, None for any other backend."""
+    return getattr(getattr(some_cache, "client", None), "get_client", None)
 
 
 def count_up(key: str, *, timeout: int) -> int:
@@ -58,7 +90,7 @@ def count_up(key: str, *, timeout: int) -> int:
     API request. A worker that died between the two would leave one counter without an expiry,
     which nothing reads once its window is over. Elsewhere ``cache.incr``, and for a window's
     first request ``cache.add``, which creates the counter only if no other worker did."""
-    client = getattr(getattr(cache, "client", None), "get_client", None)
+    client = _redis(cache)
     if client is not None:  # django-redis
         redis, raw_key = client(write=True), cache.make_key(key)
         counted = redis.incr(raw_key)

@@ -120,3 +120,30 @@ def test_a_token_has_its_own_budget(client: Any, settings: Any, alice_token: str
     assert client.get("/api/v1/sources/", **auth(alice_token)).status_code == 200
     assert client.get("/api/v1/sources/", **auth(alice_token)).status_code == 200
     assert client.get("/api/v1/sources/", **auth(alice_token)).status_code == 429
+
+
+def test_an_anonymous_hit_is_answered_before_drf_and_counted_once(client: Any, settings: Any) -> None:
+    """A stored list, and a 304 on it, are answered from the count and the version read in one go
+    (api.conditional), without DRF's dispatch; each request still counts once against the client,
+    and the one over the limit gets DRF's 429 in the API's error format."""
+    from rest_framework.views import APIView
+
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "anon": "4/min"},
+    }
+    first = client.get("/api/v1/sources/")
+    assert first.status_code == 200 and first["X-Page-Cache"] == "miss"
+    with mock.patch.object(APIView, "initial", side_effect=AssertionError("DRF dispatched a hit")):
+        hit = client.get("/api/v1/sources/")
+        revalidated = client.get("/api/v1/sources/", HTTP_IF_NONE_MATCH=first["ETag"])
+    assert hit.status_code == 200 and hit["X-Page-Cache"] == "hit" and hit.content == first.content
+    assert hit["Content-Type"] == first["Content-Type"] and hit["ETag"] == first["ETag"]
+    assert hit["Allow"] == first["Allow"] == "GET, HEAD, OPTIONS"
+    assert revalidated.status_code == 304 and revalidated["ETag"] == first["ETag"] and not revalidated.content
+    assert client.get("/api/v1/sources/?page_size=1").status_code == 200  # a miss: counted in DRF's throttle
+    limited = client.get("/api/v1/sources/")
+    assert limited.status_code == 429
+    assert limited.json()["error"]["code"] == "throttled" and int(limited["Retry-After"]) >= 1
+    # A token's request is DRF's from the start: authenticated, then counted in its own budget.
+    assert client.get("/api/v1/sources/", HTTP_AUTHORIZATION="Bearer kit_unknown").status_code == 401

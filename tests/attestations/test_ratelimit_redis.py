@@ -10,7 +10,7 @@ import uuid
 import pytest
 from django.test import override_settings
 
-from kernelindex import ratelimit
+from kernelindex import pagecache, ratelimit
 from tests.conftest import on_ci
 
 REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/15"
@@ -71,3 +71,37 @@ def test_a_counter_is_an_integer_that_expires_after_its_window(redis_cache, minu
     for window, _ in ratelimit.limits():
         bucket = f"{key}:{window}:{int(1_000_000 // window)}"
         assert 0 < redis.Redis.from_url(REDIS_URL).ttl(cache.make_key(bucket)) <= window + 60
+
+
+def test_a_count_and_the_data_version_take_one_round_trip(redis_cache, minute_room):
+    """The API counts an anonymous request and reads the data version together (api.conditional):
+    on one Redis, one pipelined round trip once the window's counter exists."""
+    from unittest import mock
+
+    import redis
+    from django.core.cache import caches
+
+    prefix = f"pages-test-{uuid.uuid4().hex}"
+    pages = {**REDIS_CACHES["default"], "KEY_PREFIX": prefix}
+    with override_settings(CACHES={**REDIS_CACHES, "pages": pages}):
+        version_cache, version_key = pagecache.version_cache()
+        assert version_cache is caches["pages"]
+        version = pagecache.data_version()
+        key = f"c:test-{uuid.uuid4().hex}"
+        assert ratelimit.count_reading(key, 60, 2, now=1_000_000.0, other=version_cache, other_key=version_key) == (
+            True,
+            0,
+            version,
+        )
+        sent = mock.patch.object(
+            redis.connection.Connection,
+            "send_packed_command",
+            autospec=True,
+            side_effect=redis.connection.Connection.send_packed_command,
+        )
+        with sent as sends:
+            second = ratelimit.count_reading(key, 60, 2, now=1_000_000.0, other=version_cache, other_key=version_key)
+        assert second == (True, 0, version) and sends.call_count == 1
+        third = ratelimit.count_reading(key, 60, 2, now=1_000_010.0, other=version_cache, other_key=version_key)
+        assert third == (False, 11, version)  # the window ends at 1,000,020
+        redis.Redis.from_url(REDIS_URL).delete(version_cache.make_key(version_key))
