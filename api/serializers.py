@@ -41,11 +41,17 @@ extend_schema_field({"type": "string", "format": "uri"})(PermalinkField)
 
 def with_the_other_fields(serializer: serializers.Serializer, instance: Any, item: dict[str, Any]) -> dict[str, Any]:
     """``item`` (built by one function of api.items) with the serializer's declared fields it
-    lacks, each added as DRF's own pass would add it (a subclass's extra fields)."""
-    for field in serializer._readable_fields:
-        if field.field_name not in item:
-            attribute = field.get_attribute(instance)
-            item[field.field_name] = None if attribute is None else field.to_representation(attribute)
+    lacks, each added as DRF's own pass would add it (a subclass's extra fields). Which fields
+    those are is worked out once per serializer: a list's items all have the same keys, and
+    walking every declared field of every item cost a sixth of a groups list."""
+    missing = serializer.__dict__.get("_ki_missing")
+    if missing is None:
+        missing = serializer.__dict__["_ki_missing"] = [
+            field for field in serializer._readable_fields if field.field_name not in item
+        ]
+    for field in missing:
+        attribute = field.get_attribute(instance)
+        item[field.field_name] = None if attribute is None else field.to_representation(attribute)
     return item
 
 
