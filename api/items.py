@@ -18,6 +18,7 @@ from django.urls import get_script_prefix
 from rest_framework import serializers
 
 from api.renderers import RawJSON
+from kernelindex import links
 from kernelindex.gpus import architecture_for
 from runs import ranking
 from runs.models import Benchmark, ComparisonGroup, Project, Run
@@ -213,33 +214,104 @@ def _item(
     }
 
 
+# What a groups list reads: GroupSerializer's values, one row a group, no model instances.
+GROUP_ITEM_VALUES = (
+    "key",
+    "source__slug",
+    "benchmark__source__slug",
+    "benchmark__native_id",
+    "benchmark__title",
+    "family",
+    "hardware_product",
+    "harness_name",
+    "harness_version",
+    "key_document",
+    "ranking_metric",
+    "ranking_direction",
+    "best_per",
+)
+# GroupListSerializer's: those and the run count (the list's annotation).
+GROUP_LIST_VALUES = (*GROUP_ITEM_VALUES, "run_count")
+_GROUP_LIST_VALUES = operator.itemgetter(*GROUP_LIST_VALUES)
+_GROUP_WIDTH = len(GROUP_ITEM_VALUES)
+
+
 def group_item(group: ComparisonGroup) -> dict[str, Any]:
     """GroupSerializer's item for one comparison group, the declared fields in their order, from
     the group with its source, benchmark and the benchmark's source joined. DRF's field-by-field
     pass (two nested serializers, 13 fields) was two fifths of a groups list page."""
     benchmark = group.benchmark
-    source_slug, native_id = benchmark.source.slug, benchmark.native_id
-    rule = ranking.RankingRule(group.ranking_metric, group.ranking_direction, group.best_per)
+    row = (
+        group.key,
+        group.source.slug,
+        benchmark.source.slug,
+        benchmark.native_id,
+        benchmark.title,
+        group.family,
+        group.hardware_product,
+        group.harness_name,
+        group.harness_version,
+        group.key_document,
+        group.ranking_metric,
+        group.ranking_direction,
+        group.best_per,
+    )
+    return _group_item(row, settings.SITE_URL + get_script_prefix())
+
+
+def group_items(rows: Sequence[dict[str, Any] | tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """GroupListSerializer's items (each group's item, then its run count) of a list's rows:
+    values() rows of ``GROUP_LIST_VALUES``, or tuples that start with those values in that order
+    (a first page, ``api.pagination``). The model instances of each group and its three joined
+    rows, and compiling the list's query, were about half of a groups list."""
+    base = settings.SITE_URL + get_script_prefix()  # read once: both are lookups in a proxy
+    items = []
+    for row in rows:
+        values = row if isinstance(row, tuple) else _GROUP_LIST_VALUES(row)
+        item = _group_item(values, base)
+        item["runCount"] = int(values[_GROUP_WIDTH])
+        items.append(item)
+    return items
+
+
+def _group_item(row: tuple[Any, ...], base: str) -> dict[str, Any]:
+    """The item of a row of ``GROUP_ITEM_VALUES`` (a tuple that starts with them, in that order);
+    ``base``: what goes before a page's path segments in a link (SITE_URL and the script prefix)."""
+    (
+        key,
+        source_slug,
+        benchmark_source,
+        native_id,
+        benchmark_title,
+        family,
+        hardware_product,
+        harness_name,
+        harness_version,
+        key_document,
+        metric,
+        direction,
+        best_per,
+    ) = row[:_GROUP_WIDTH]
     return {
-        "key": str(group.key),
-        "url": permalink(group),
-        "source": str(group.source.slug),
+        "key": str(key),
+        "url": links.page_path("groups", key, prefix=base),
+        "source": str(source_slug),
         "benchmark": {
-            "source": str(source_slug),
+            "source": str(benchmark_source),
             "nativeId": str(native_id),
-            "title": str(benchmark.title),
-            "url": settings.SITE_URL + Benchmark.path_of(source_slug, native_id),
+            "title": str(benchmark_title),
+            "url": Benchmark.path_of(benchmark_source, native_id, base),
         },
-        "family": str(group.family),
-        "hardwareProduct": str(group.hardware_product),
-        "architecture": architecture_for(group.hardware_product),
-        "harnessName": str(group.harness_name),
-        "harnessVersion": str(group.harness_version),
-        "keyDocument": orjson.loads(group.key_document),  # canonical JSON (see _object)
+        "family": str(family),
+        "hardwareProduct": str(hardware_product),
+        "architecture": architecture_for(hardware_product),
+        "harnessName": str(harness_name),
+        "harnessVersion": str(harness_version),
+        "keyDocument": orjson.loads(key_document),  # canonical JSON (see _object)
         "ranking": {
-            "metric": str(group.ranking_metric),
-            "direction": str(group.ranking_direction),
-            "bestPer": str(group.best_per),
-            "description": rule.description,
+            "metric": str(metric),
+            "direction": str(direction),
+            "bestPer": str(best_per),
+            "description": ranking.RankingRule(metric, direction, best_per).description,
         },
     }

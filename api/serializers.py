@@ -14,7 +14,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from api.items import group_item, permalink, run_item, run_items, spec_object
+from api.items import group_item, group_items, permalink, run_item, run_items, spec_object
 from api.models import RerunTarget
 from attestations.forms import STATISTICS
 from attestations.models import UNIT_NS, AttestationKind, ReportCategory
@@ -261,7 +261,19 @@ class GroupSerializer(serializers.Serializer):
         return json.loads(group.key_document)
 
 
+class GroupListListSerializer(serializers.ListSerializer):
+    def to_representation(self, data: Any) -> list[dict[str, Any]]:
+        rows = list(data)
+        # A list's values() rows, or its first page's named tuples (api.views, api.pagination).
+        if all(isinstance(row, (dict, tuple)) for row in rows):
+            return group_items(rows)
+        return super().to_representation(rows)
+
+
 class GroupListSerializer(GroupSerializer):
+    class Meta:
+        list_serializer_class = GroupListListSerializer
+
     runCount = serializers.IntegerField(source="run_count", help_text="Published runs in the group.")
 
 

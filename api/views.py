@@ -277,9 +277,14 @@ class GroupViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
     default_ordering = "benchmark"
 
     def get_queryset(self) -> QuerySet[ComparisonGroup]:
-        return ComparisonGroup.objects.select_related("source", "benchmark", "benchmark__source").annotate(
-            run_count=F("published_runs")
-        )
+        groups = ComparisonGroup.objects.annotate(run_count=F("published_runs"))
+        if self.action == "list":
+            # Items only (items.group_items): the values they show, no instances; the first
+            # page's query compiled once (api.pagination).
+            rows = groups.values(*items.GROUP_LIST_VALUES)
+            rows.first_pages_prepared = True  # gone from any queryset made from it (a filter's)
+            return rows
+        return groups.select_related("source", "benchmark", "benchmark__source")
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
         return self.versioned(request, lambda: self._ranking(kwargs["key"]))

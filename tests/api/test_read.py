@@ -311,6 +311,7 @@ def test_group_items_equal_the_declared_fields_field_by_field(shipped_data: None
     from django.db.models import F
     from rest_framework import serializers as drf
 
+    from api.items import GROUP_LIST_VALUES, group_items
     from api.serializers import GroupListSerializer, GroupRankingSerializer
     from runs import selectors
 
@@ -324,6 +325,12 @@ def test_group_items_equal_the_declared_fields_field_by_field(shipped_data: None
         fast = GroupListSerializer(group).data
         declared = drf.Serializer.to_representation(GroupListSerializer(group), group)
         assert list(fast.items()) == list(declared.items()), group.key
+    # What the list reads: the values of GROUP_LIST_VALUES, one dictionary a group, no instances.
+    rows = ComparisonGroup.objects.annotate(run_count=F("published_runs")).order_by("pk").values(*GROUP_LIST_VALUES)
+    listed = group_items(list(rows))
+    assert len(listed) == len(groups)
+    for item, group in zip(listed, groups, strict=True):
+        assert list(item.items()) == list(GroupListSerializer(group).data.items()), group.key
     for group in groups[:: len(groups) // 10]:
         group.ranking_rows = selectors.attach_group(list(selectors.ranking_rows(group)), group)
         fast = GroupRankingSerializer(group).data
