@@ -147,3 +147,15 @@ def test_an_anonymous_hit_is_answered_before_drf_and_counted_once(client: Any, s
     assert limited.json()["error"]["code"] == "throttled" and int(limited["Retry-After"]) >= 1
     # A token's request is DRF's from the start: authenticated, then counted in its own budget.
     assert client.get("/api/v1/sources/", HTTP_AUTHORIZATION="Bearer kit_unknown").status_code == 401
+
+
+def test_with_the_page_cache_off_a_request_counted_before_drf_is_not_counted_again(client: Any, settings: Any) -> None:
+    settings.PAGE_CACHE_SECONDS = 0
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "anon": "2/min"},
+    }
+    first = client.get("/api/v1/runs/")
+    assert first.status_code == 200 and "X-Page-Cache" not in first
+    assert client.get("/api/v1/runs/", HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304  # DRF's own 304
+    assert client.get("/api/v1/runs/").status_code == 429
