@@ -8,6 +8,7 @@ runs costs one query however long it is.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -86,13 +87,21 @@ class HarnessSerializer(serializers.Serializer):
     protocolDigest = serializers.CharField(source="digest")
 
 
-class RunListSerializer(serializers.ListSerializer):
+class RowsListSerializer(serializers.ListSerializer):
+    """A list whose rows are a list's values() rows, or its first page's named tuples (api.views,
+    api.pagination): all built by ``items`` in one call; model instances field by field."""
+
+    items: Callable[[list[Any]], list[dict[str, Any]]]
+
     def to_representation(self, data: Any) -> list[dict[str, Any]]:
         rows = list(data)
-        # A list's values() rows, or its first page's named tuples (api.views, api.pagination).
         if all(isinstance(row, (dict, tuple)) for row in rows):
-            return run_items(rows)
+            return type(self).items(rows)
         return super().to_representation(rows)
+
+
+class RunListSerializer(RowsListSerializer):
+    items = staticmethod(run_items)
 
 
 class RunSerializer(serializers.Serializer):
@@ -261,13 +270,8 @@ class GroupSerializer(serializers.Serializer):
         return json.loads(group.key_document)
 
 
-class GroupListListSerializer(serializers.ListSerializer):
-    def to_representation(self, data: Any) -> list[dict[str, Any]]:
-        rows = list(data)
-        # A list's values() rows, or its first page's named tuples (api.views, api.pagination).
-        if all(isinstance(row, (dict, tuple)) for row in rows):
-            return group_items(rows)
-        return super().to_representation(rows)
+class GroupListListSerializer(RowsListSerializer):
+    items = staticmethod(group_items)
 
 
 class GroupListSerializer(GroupSerializer):
