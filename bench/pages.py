@@ -34,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 from datetime import UTC, datetime
@@ -333,6 +334,18 @@ def _wrk(
     return float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)), cpu * 1000 / max(done, 1)
 
 
+def warm(port: int, path: str, headers: dict[str, str], workers: int) -> None:
+    """A few requests at once, all answered before the timing starts, so each worker has served the
+    page (its database connection open, its statements prepared). Without this the p95 of the first
+    page of a run (of 20 requests: the slowest) was 85-130 ms from one cold worker, 25 ms warm; timed
+    after the load instead, the requests still queued from the load were in it (440 ms at 1M runs)."""
+    threads = [threading.Thread(target=get, args=(port, path, headers)) for _ in range(2 * workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def sequential(port: int, path: str, headers: dict[str, str], count: int) -> tuple[float, float]:
     """p50 and p95 latency in ms of ``count`` requests one after another."""
     times = []
@@ -363,11 +376,9 @@ def measure(mode: str, targets: list[tuple[str, str]], args: argparse.Namespace,
                     continue
                 headers = {"If-None-Match": etag}
                 status = get(port, path, headers)[0]
-            # The load first: it reaches every worker, so the sequential requests after it find each
-            # one warm (its database connection open, its statements prepared). Timed first, the
-            # first page of a run had a p95 (of 20: the slowest) of 85-130 ms from one cold worker.
-            rate, cpu = load(server, port, path, headers, args.connections, args.seconds)
+            warm(port, path, headers, args.workers)
             p50, p95 = sequential(port, path, headers, args.requests)
+            rate, cpu = load(server, port, path, headers, args.connections, args.seconds)
             # The trivial view again after every page: the ratio is to the mean of the two
             # measurements around it, so a machine that gets busier or quieter skews it less.
             rate_after, cpu_after = load(server, port, TRIVIAL, {}, args.connections, args.seconds)
