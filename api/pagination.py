@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import BooleanField, Expression, F, Q, QuerySet
 from django.db.models.expressions import RawSQL
@@ -269,7 +270,10 @@ def merged(queryset: QuerySet, column: str, ids: list[int], keys: list[Key], rev
     if connection.vendor != "postgresql":  # SQLite has no LATERAL; its lists are small
         return queryset
     branch = queryset.filter(**{column: RawSQL('"merge_ids"."id"', ())}).values("pk", *(key.alias for key in keys))
-    sql, params = branch[:stop].query.sql_with_params()
+    try:
+        sql, params = branch[:stop].query.sql_with_params()
+    except EmptyResultSet:  # another filter names nothing (?gpu=nonesuch&architecture=sm_100)
+        return queryset.none()
     order = ", ".join(f'"merged"."{key.alias}" {"DESC" if key.descending != reverse else "ASC"}' for key in keys)
     first = (
         f'SELECT "merged"."pk" FROM unnest(%s::bigint[]) AS "merge_ids"("id") '

@@ -191,6 +191,11 @@ def test_rare_filter_values_and_several_ids_look_their_runs_up(client):
     sql = _run_queries(client, f"/api/v1/runs/?architecture={architecture}")[-1]
     assert "CROSS JOIN LATERAL" in sql and '"runs_run"."environment_id" = ("merge_ids"."id")' in sql, sql
     assert all(node["Node Type"] != "Seq Scan" for node in _plan(sql) if node.get("Relation Name") == "runs_run")
+    # With a benchmark too, by the benchmark (api.filters.merge_by): its runs, not each GPU's.
+    benchmark = Run.objects.first().benchmark.native_id
+    sql = _run_queries(client, f"/api/v1/runs/?architecture={architecture}&benchmark={benchmark}")[-1]
+    assert "CROSS JOIN LATERAL" in sql and '"runs_run"."benchmark_id" = ("merge_ids"."id")' in sql, sql
+    assert all(node["Node Type"] != "Seq Scan" for node in _plan(sql) if node.get("Relation Name") == "runs_run")
     # A harness version of few runs: read group by group (api.filters.GroupColumnFilter), not by
     # a join to the groups that walked the newest-first index past every other run.
     sql = _run_queries(client, "/api/v1/runs/?harnessVersion=v1.0")[-1]
@@ -275,3 +280,36 @@ def test_a_list_filtered_by_a_group_column_pages_as_the_plain_filter_does(client
             url = page["next"]
         assert seen == expected, query
     assert client.get("/api/v1/runs/?harness=none+such").json()["results"] == []
+
+
+@pytest.mark.django_db
+def test_a_list_filtered_by_a_benchmark_and_several_environments_pages_as_the_plain_filter_does(client):
+    """Read by the benchmark (api.filters.merge_by), whichever filter comes first in the query: the
+    rows and pages the plain filter gives. A filter that names nothing gives an empty list, also
+    when another names several environments (that was a 500: the merged read of nothing)."""
+    sol_group(30)
+    sol_group(20, stack="v1.0", observed_at="2025-01-02T03:04:05Z")
+    sol_group(10, stack="v0.9", kernel="010_attention_value_projection_with_transpose")
+    architecture = Run.objects.first().environment.architecture
+    benchmark = Run.objects.filter(benchmark__native_id__startswith="062").first().benchmark.native_id
+    expected = list(
+        Run.objects.filter(
+            environment__architecture=architecture, benchmark__native_id=benchmark, visibility="published"
+        )
+        .order_by(*newest_first())
+        .values_list("public_id", flat=True)
+    )
+    assert len(expected) == 50
+    for query in (
+        f"architecture={architecture}&benchmark={benchmark}",
+        f"benchmark={benchmark}&architecture={architecture}",
+    ):
+        seen, url = [], f"/api/v1/runs/?{query}&limit=7"
+        while url:
+            page = client.get(url).json()
+            seen.extend(row["id"] for row in page["results"])
+            url = page["next"]
+        assert seen == expected, query
+    for query in (f"architecture={architecture}&benchmark=none_such", f"architecture={architecture}&gpu=none+such"):
+        response = client.get(f"/api/v1/runs/?{query}")
+        assert response.status_code == 200 and response.json()["results"] == [], query
