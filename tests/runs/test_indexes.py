@@ -51,6 +51,16 @@ def _run_queries(client, url: str) -> list[str]:
     return [q["sql"] for q in captured.captured_queries if 'FROM "runs_run"' in q["sql"] and "SELECT" in q["sql"]]
 
 
+def _walk(client, url: str) -> list[str]:
+    """The ids of every page of a list, following its next links from ``url``."""
+    seen = []
+    while url:
+        page = client.get(url).json()
+        seen.extend(row["id"] for row in page["results"])
+        url = page["next"]
+    return seen
+
+
 @postgresql_only
 @pytest.mark.django_db
 def test_the_main_list_queries_read_an_index(client):
@@ -273,12 +283,7 @@ def test_a_list_filtered_by_a_group_column_pages_as_the_plain_filter_does(client
             .values_list("public_id", flat=True)
         )
         assert len(expected) == count
-        seen, url = [], f"/api/v1/runs/?{urllib.parse.urlencode(query)}&limit=7"
-        while url:
-            page = client.get(url).json()
-            seen.extend(row["id"] for row in page["results"])
-            url = page["next"]
-        assert seen == expected, query
+        assert _walk(client, f"/api/v1/runs/?{urllib.parse.urlencode(query)}&limit=7") == expected, query
     assert client.get("/api/v1/runs/?harness=none+such").json()["results"] == []
 
 
@@ -304,12 +309,7 @@ def test_a_list_filtered_by_a_benchmark_and_several_environments_pages_as_the_pl
         f"architecture={architecture}&benchmark={benchmark}",
         f"benchmark={benchmark}&architecture={architecture}",
     ):
-        seen, url = [], f"/api/v1/runs/?{query}&limit=7"
-        while url:
-            page = client.get(url).json()
-            seen.extend(row["id"] for row in page["results"])
-            url = page["next"]
-        assert seen == expected, query
+        assert _walk(client, f"/api/v1/runs/?{query}&limit=7") == expected, query
     for query in (f"architecture={architecture}&benchmark=none_such", f"architecture={architecture}&gpu=none+such"):
         response = client.get(f"/api/v1/runs/?{query}")
         assert response.status_code == 200 and response.json()["results"] == [], query
