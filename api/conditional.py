@@ -49,6 +49,14 @@ def _cache_key(request: Request) -> str | None:
     return _key(request, request.accepted_media_type)
 
 
+def _hit(entry: dict[str, Any], etag: str) -> HttpResponse:
+    """The response ``store_at`` kept, served again under its validator."""
+    response = HttpResponse(entry["content"], content_type=entry["content_type"])
+    response["ETag"] = etag
+    response["X-Page-Cache"] = "hit"
+    return response
+
+
 def _key(request: Request | HttpRequest, media_type: str) -> str:
     what = f"{request.get_host()}|{request.get_full_path()}|{media_type}"
     return "ki:api:" + hashlib.sha256(what.encode()).hexdigest()
@@ -108,11 +116,10 @@ class VersionedMixin:
             return None
         if _matches(request, etag):
             response: HttpResponseBase = HttpResponseNotModified()
+            response["ETag"] = etag
         else:
-            response = HttpResponse(entry["content"], content_type=entry["content_type"])
-            response["X-Page-Cache"] = "hit"
-        response["ETag"] = etag
-        response["Allow"] = ", ".join(self.allowed_methods)  # type: ignore[attr-defined]
+            response = _hit(entry, etag)
+        response["Allow"] = ", ".join(self.allowed_methods)  # type: ignore[attr-defined]  # as DRF's
         return response
 
     def versioned(self, request: Request, respond: Callable[[], HttpResponseBase]) -> HttpResponseBase:
@@ -122,10 +129,7 @@ class VersionedMixin:
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
         entry = pagecache.stored_at(key, etag) if key else None
         if entry is not None:
-            cached = HttpResponse(entry["content"], content_type=entry["content_type"])
-            cached["ETag"] = etag
-            cached["X-Page-Cache"] = "hit"
-            return cached
+            return _hit(entry, etag)
         response = respond()
         if response.status_code == 200:
             response["ETag"] = etag

@@ -84,11 +84,12 @@ _VALUES = operator.itemgetter(*RUN_ITEM_VALUES)
 _WIDTH = len(RUN_ITEM_VALUES)
 
 
-def _row(run: Run) -> tuple[Any, ...]:
-    """The values of ``RUN_ITEM_VALUES`` from a Run and its joined rows (one run's detail)."""
+def _row(obj: Any, columns: tuple[str, ...] = RUN_ITEM_VALUES) -> tuple[Any, ...]:
+    """The values of ``columns`` (values() names) from an object and its joined rows (one run's
+    or one group's detail)."""
     row: list[Any] = []
-    for column in RUN_ITEM_VALUES:
-        value: Any = run
+    for column in columns:
+        value: Any = obj
         for step in column.split("__"):
             value = None if value is None else getattr(value, step)
         row.append(value)
@@ -240,23 +241,7 @@ def group_item(group: ComparisonGroup) -> dict[str, Any]:
     """GroupSerializer's item for one comparison group, the declared fields in their order, from
     the group with its source, benchmark and the benchmark's source joined. DRF's field-by-field
     pass (two nested serializers, 13 fields) was two fifths of a groups list page."""
-    benchmark = group.benchmark
-    row = (
-        group.key,
-        group.source.slug,
-        benchmark.source.slug,
-        benchmark.native_id,
-        benchmark.title,
-        group.family,
-        group.hardware_product,
-        group.harness_name,
-        group.harness_version,
-        group.key_document,
-        group.ranking_metric,
-        group.ranking_direction,
-        group.best_per,
-    )
-    return _group_item(row, settings.SITE_URL + get_script_prefix())
+    return _group_item(_row(group, GROUP_ITEM_VALUES), settings.SITE_URL + get_script_prefix())
 
 
 def group_items(rows: Sequence[dict[str, Any] | tuple[Any, ...]]) -> list[dict[str, Any]]:

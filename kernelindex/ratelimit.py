@@ -42,14 +42,19 @@ def count(cache_key: str, window: int, allowed: int, *, now: float) -> tuple[boo
     """Count one request under ``cache_key`` in the fixed ``window`` holding ``now``: (allowed,
     seconds until the window ends if not). One cache round trip once the window's counter exists,
     whatever the rate: nothing but the count is stored."""
-    bucket = int(now // window)
-    counted = count_up(f"{cache_key}:{window}:{bucket}", timeout=window + 60)
-    return _verdict(counted, allowed, bucket, window, now)
+    key, timeout = _counter(cache_key, window, now)
+    return _verdict(count_up(key, timeout=timeout), allowed, window, now)
 
 
-def _verdict(counted: int, allowed: int, bucket: int, window: int, now: float) -> tuple[bool, int]:
+def _counter(cache_key: str, window: int, now: float) -> tuple[str, int]:
+    """The key of the counter of the window holding ``now``, and how long it is kept."""
+    return f"{cache_key}:{window}:{int(now // window)}", window + 60
+
+
+def _verdict(counted: int, allowed: int, window: int, now: float) -> tuple[bool, int]:
+    """(allowed, seconds until the window holding ``now`` ends if not)."""
     if counted > allowed:
-        return False, max(1, int((bucket + 1) * window - now) + 1)
+        return False, max(1, int((int(now // window) + 1) * window - now) + 1)
     return True, 0
 
 
@@ -59,8 +64,7 @@ def count_reading(
     """``count`` and ``other.get(other_key)`` together: (allowed, retry after, the value). One
     round trip when ``other`` is a cache on the same Redis as the counters (the API's throttle and
     the site's data version: kernelindex.settings puts both on REDIS_URL), two otherwise."""
-    bucket = int(now // window)
-    key, timeout = f"{cache_key}:{window}:{bucket}", window + 60
+    key, timeout = _counter(cache_key, window, now)
     if _redis(cache) is not None and _redis(other) is not None and cache._server == other._server:
         redis, raw_key = cache.client.get_client(write=True), cache.make_key(key)
         pipe = redis.pipeline(transaction=False)
@@ -72,7 +76,7 @@ def count_reading(
         value = None if raw is None else other.client.decode(raw)
     else:
         counted, value = count_up(key, timeout=timeout), other.get(other_key)
-    return (*_verdict(counted, allowed, bucket, window, now), value)
+    return (*_verdict(counted, allowed, window, now), value)
 
 
 def _redis(some_cache: Any) -> Any:
