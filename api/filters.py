@@ -234,25 +234,32 @@ def merge_by(chosen: django_filters.Filter, column: str, ids: list[int]) -> None
     request = chosen.parent.request
     if request is None:
         return
-    benchmark = getattr(request, "runs_benchmark", None)
-    if column == "environment_id" and benchmark is not None:
-        column = "benchmark_id"
-        ids = list(Benchmark.objects.filter(_benchmark_q("", benchmark)).values_list("pk", flat=True))
-        if not ids:  # no such benchmark: the list is empty, however it is read
+    benchmarks = getattr(request, "runs_benchmark_ids", None)
+    if column == "environment_id" and benchmarks is not None:
+        if not benchmarks:  # no such benchmark: the list is empty, however it is read
             return
+        column, ids = "benchmark_id", benchmarks
     request.runs_merged_by = (column, ids)
 
 
+# The filters that name several environments, beside which a benchmark's list is read by benchmark.
+_ENVIRONMENT_FILTERS = ("gpu", "architecture")
+
+
 class RunBenchmarkFilter(BenchmarkIdFilter):
-    """A run's benchmark by native id or number, through the join; remembered, so that a list also
-    filtered by a GPU or an architecture is read by benchmark, not by environment (``merge_by``)."""
+    """A run's benchmark by native id or number, through the join. Beside a GPU or architecture
+    filter its ids are looked up too (one query, whatever the GPU's environments), for the list to
+    be read by benchmark if that filter names several environments (``merge_by``)."""
 
     def filter(self, queryset: QuerySet, value: str) -> QuerySet:
-        if value not in EMPTY_VALUES and self.parent.request is not None:
-            self.parent.request.runs_benchmark = value
-            merged = getattr(self.parent.request, "runs_merged_by", None)
-            if merged is not None and merged[0] == "environment_id":  # set by a filter before this one
-                merge_by(self, "environment_id", merged[1])
+        request = self.parent.request
+        if value not in EMPTY_VALUES and request is not None:
+            if any(self.parent.data.get(name) for name in _ENVIRONMENT_FILTERS):
+                ids = list(Benchmark.objects.filter(_benchmark_q("", value)).values_list("pk", flat=True))
+                request.runs_benchmark_ids = ids
+                merged = getattr(request, "runs_merged_by", None)
+                if merged is not None and merged[0] == "environment_id":  # set by a filter before this one
+                    merge_by(self, "environment_id", merged[1])
         return super().filter(queryset, value)
 
 

@@ -28,6 +28,10 @@ LISTS = {
         3,
         "the benchmarks' sources (their groups'); the benchmarks; the runs",
     ),
+    "/api/v1/runs/?benchmark=10&architecture=sm_100": (
+        3,
+        "the benchmark's ids (beside an architecture); the architecture's environments; the runs",
+    ),
     "/api/v1/runs/?family=sol_execbench_leaderboard": (3, "the family's runs per source; its groups' ids; the runs"),
     "/api/v1/groups/": (1, "groups with source and benchmark, run count as a subquery"),
     "/api/v1/benchmarks/": (2, "benchmarks with source and run count; their groups (one prefetch)"),
