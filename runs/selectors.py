@@ -86,20 +86,26 @@ class RunGone(Exception):
         self.run = run
 
 
-def _run_queryset() -> QuerySet[Run]:
-    # The run page and the compare page show the documents a list leaves out.
+def run_queryset() -> QuerySet[Run]:
+    """Runs with everything the run page shows joined in: the documents a list leaves out too
+    (the run page, the compare page, a run's JSON twin)."""
     return Run.objects.for_listing().defer(None).select_related("benchmark__workload", "workload")
 
 
 # The run page's query joins nine tables: compiled once (kernelindex.prepared), not per request.
-_run_by_id = Prepared(lambda public_id: _run_queryset().filter(public_id=public_id)[:1], public_id=str)
+_run_by_id = Prepared(lambda public_id: run_queryset().filter(public_id=public_id)[:1], public_id=str)
 
 
 def run_get(public_id: str) -> Run:
     """The run with this public id, with everything its page shows joined in (1 query).
 
     Unknown id → Http404; hidden or retracted → RunGone (the view answers 410)."""
-    found = _run_by_id(public_id=public_id)
+    return published_run(_run_by_id(public_id=public_id), public_id)
+
+
+def published_run(found: list[Run], public_id: str) -> Run:
+    """The one run a query for ``public_id`` found: Http404 when none, RunGone when it is
+    hidden or retracted."""
     if not found:
         raise Http404(f"No run {public_id}")
     run = found[0]
@@ -126,7 +132,7 @@ def has_leader(run: Run) -> bool:
 
 
 _leader = Prepared(
-    lambda group_id, rank: _run_queryset().filter(group_id=group_id, rank=rank)[:1], group_id=int, rank=int
+    lambda group_id, rank: run_queryset().filter(group_id=group_id, rank=rank)[:1], group_id=int, rank=int
 )
 
 
@@ -186,14 +192,20 @@ def eligibility_conditions() -> list[str]:
     return words
 
 
-_group_by_key = Prepared(
-    lambda key: ComparisonGroup.objects.select_related("benchmark", "benchmark__source", "source").filter(key=key)[:1],
-    key=str,
-)
+def group_queryset() -> QuerySet[ComparisonGroup]:
+    """Comparison groups with the benchmark and sources their pages name."""
+    return ComparisonGroup.objects.select_related("benchmark", "benchmark__source", "source")
+
+
+_group_by_key = Prepared(lambda key: group_queryset().filter(key=key)[:1], key=str)
 
 
 def group_get(key: str) -> ComparisonGroup:
-    found = _group_by_key(key=key)
+    return found_group(_group_by_key(key=key), key)
+
+
+def found_group(found: list[ComparisonGroup], key: str) -> ComparisonGroup:
+    """The one group a query for ``key`` found; Http404 when none."""
     if not found:
         raise Http404(f"No comparison group {key}")
     return found[0]

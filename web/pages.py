@@ -9,11 +9,23 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import Exists, OuterRef
+
 from attestations.models import Attestation, IssueReport
 from kernelindex.prepared import Prepared
 from runs import rerun_bundles
 from runs.models import ComparisonGroup, Project, Run, RunRevision, Visibility, Workload
-from runs.selectors import group_leader, has_leader, identity_labels, leader_rank, run_get
+from runs.selectors import (
+    found_group,
+    group_leader,
+    group_queryset,
+    has_leader,
+    identity_labels,
+    leader_rank,
+    published_run,
+    run_get,
+    run_queryset,
+)
 
 # What a correctness comparator checks, for comparators the sources name but do not describe.
 COMPARATOR_DESCRIPTIONS = {
@@ -178,6 +190,22 @@ _run_revisions = Prepared(
 )
 
 
+# The run page's run, which also says whether it has published attestations and flags: most
+# runs have neither, and asking costs its query far less than two more queries (an index probe
+# each, against a round trip and a result each).
+_run_with_notes = Prepared(
+    lambda public_id: (
+        run_queryset()
+        .filter(public_id=public_id)
+        .annotate(
+            has_attestations=Exists(Attestation.objects.published().filter(run_id=OuterRef("pk"))),
+            has_flags=Exists(IssueReport.objects.public_flags().filter(run_id=OuterRef("pk"))),
+        )[:1]
+    ),
+    public_id=str,
+)
+
+
 def _published_attestations(run: Run) -> list[Any]:
     """Published attestations, oldest first (1 query); each gets the run already loaded, so
     showing its ratio to the run's latency costs no query per attestation."""
@@ -237,12 +265,13 @@ def project_history(project: Project) -> list[HistoryRow]:
 
 
 def run_page(public_id: str) -> RunPage:
-    """Everything the run page shows, in 4 queries: the run with its documents, its published
-    attestations, its published flags, its latest revisions (whether its group has a #1 to compare
-    with is its stored ranked count); plus 1 for a run that KernelIndex re-measured or that is
-    such a rerun (``rerun_bundles.related_runs``: the other side of the link, which no join of the
-    run's own row can reach). Other runs spend no query on it."""
-    run = run_get(public_id)
+    """Everything the run page shows, in 2 queries: the run with its documents (and whether it
+    has published attestations and flags), its latest revisions (whether its group has a #1 to
+    compare with is its stored ranked count); plus 1 for its published attestations and 1 for its
+    published flags where it has any, and 1 for a run that KernelIndex re-measured or that is such
+    a rerun (``rerun_bundles.related_runs``: the other side of the link, which no join of the
+    run's own row can reach). Other runs spend no query on them."""
+    run = published_run(_run_with_notes(public_id=public_id), public_id)
     protocol_spec = run.protocol.spec
     correctness = protocol_spec.get("correctness") if isinstance(protocol_spec.get("correctness"), dict) else {}
     comparator = str(correctness.get("comparator", ""))
@@ -251,8 +280,8 @@ def run_page(public_id: str) -> RunPage:
     return RunPage(
         run=run,
         leader_rank=leader_rank(run) if has_leader(run) else None,
-        attestations=_published_attestations(run),
-        flags=_run_flags(run_id=run.pk),
+        attestations=_published_attestations(run) if run.has_attestations else [],
+        flags=_run_flags(run_id=run.pk) if run.has_flags else [],
         cases=case_rows(run, run.shown_workload),
         identity=identity_labels(run),
         comparator=comparator,
@@ -283,12 +312,30 @@ _group_flags = Prepared(
 )
 
 
+# A ranking page's group, which also says whether any of its runs has a published flag: most
+# groups have none, and asking costs the group's query far less than the flags' own query.
+_group_with_flags = Prepared(
+    lambda key: (
+        group_queryset()
+        .filter(key=key)
+        .annotate(has_flags=Exists(IssueReport.objects.public_flags().filter(run__group_id=OuterRef("pk"))))[:1]
+    ),
+    key=str,
+)
+
+
+def ranking_group(key: str) -> ComparisonGroup:
+    """The comparison group of a ranking page, with ``has_flags`` (1 query); Http404 when none."""
+    return found_group(_group_with_flags(key=key), key)
+
+
 def attach_public_flags(rows: list[Run], group: ComparisonGroup) -> list[Run]:
     """Give each of ``rows`` (runs of ``group``) ``public_flags``: its flags published by
-    moderators, oldest first. One query for the whole group, whatever the page: Django's
-    prefetch_related for a page of 25 rows that had none cost more than loading the rows."""
+    moderators, oldest first. One query for the whole group, whatever the page (Django's
+    prefetch_related for a page of 25 rows that had none cost more than loading the rows), and
+    none for a group from ``ranking_group`` that has no published flag."""
     by_run: dict[int, list[IssueReport]] = {}
-    for flag in _group_flags(group_id=group.pk):
+    for flag in _group_flags(group_id=group.pk) if getattr(group, "has_flags", True) else ():
         by_run.setdefault(flag.run_id, []).append(flag)
     for run in rows:
         run.public_flags = by_run.get(run.pk, [])

@@ -36,7 +36,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def run_detail(request: HttpRequest, public_id: str) -> HttpResponse:
-    """4 queries (web.pages.run_page); a tombstone costs 1."""
+    """2 queries, up to 5 (web.pages.run_page); a tombstone costs 1."""
     try:
         page = pages.run_page(public_id)
     except selectors.RunGone as gone:
@@ -144,10 +144,10 @@ def _ranking_view(group: ComparisonGroup, show_all: bool, sort: str) -> Prepared
 
 
 def group_detail(request: HttpRequest, key: str) -> HttpResponse:
-    """3 queries: the group, one page of rows, their published flags; 4 with an evidence filter
-    (the row count).
+    """2 queries: the group (and whether it has published flags), one page of rows; 1 more for
+    the flags where it has some, 1 more with an evidence filter (the row count).
     ?format=csv|jsonl: the group and the rows of the view (2)."""
-    group = selectors.group_get(key)
+    group = pages.ranking_group(key)
     show_all = request.GET.get("show") == "all"
     try:
         table = tables.run_table(

@@ -38,12 +38,12 @@ def _fields(run: Run) -> tuple:
 
 def test_every_call_answers_what_the_queryset_answers_with_its_own_values() -> None:
     sol_group(3)
-    by_id = Prepared(lambda public_id: selectors._run_queryset().filter(public_id=public_id)[:1], public_id=str)
+    by_id = Prepared(lambda public_id: selectors.run_queryset().filter(public_id=public_id)[:1], public_id=str)
     runs = list(Run.objects.order_by("public_id"))
     with CaptureQueriesContext(connection) as captured:
         for run in runs + runs:  # compiled on the first call, reused on the others
             (found,) = by_id(public_id=run.public_id)
-            (expected,) = selectors._run_queryset().filter(public_id=run.public_id)
+            (expected,) = selectors.run_queryset().filter(public_id=run.public_id)
             assert _fields(found) == _fields(expected)
     # One query per call, the same SQL as the ordinary queryset's, with this call's id.
     ours = captured.captured_queries[0::2]

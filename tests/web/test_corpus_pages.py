@@ -60,16 +60,16 @@ def pages() -> list[tuple[str, int]]:
         # the GPU's environments; its comparison groups' stored counts give the count
         ("/runs/?gpu=a100-sxm4-80gb&source=liger-kernel&sort=-latency&page=3", 5),
         ("/search/?q=relu", 4),
-        # run, attestations, flags, history (as pinned for any run page)
-        (f"/runs/{kernelbench.public_id}/", 4),
-        (f"/runs/{liger.public_id}/", 4),
-        (f"/runs/{failed.public_id}/", 4),
-        (f"/runs/{board.public_id}/", 4),
+        # run (with whether it has published attestations and flags: none), history
+        (f"/runs/{kernelbench.public_id}/", 2),
+        (f"/runs/{liger.public_id}/", 2),
+        (f"/runs/{failed.public_id}/", 2),
+        (f"/runs/{board.public_id}/", 2),
         (f"/runs/{board.public_id}.json", 1),
         (f"/runs/{kernelbench.public_id}/compare/", 2),
-        # the group, a page of rows, the group's flags (the row count is stored)
-        (f"/groups/{largest.key}/", 3),
-        (f"/groups/{largest.key}/?show=all&sort=-latency&page=2", 3),
+        # the group (with whether it has published flags: none), a page of rows (the count is stored)
+        (f"/groups/{largest.key}/", 2),
+        (f"/groups/{largest.key}/?show=all&sort=-latency&page=2", 2),
         (relu.get_absolute_url(), 4),
         (relu.get_absolute_url() + "gpus/", 3),
         ("/api/v1/runs/", 1),

@@ -86,8 +86,8 @@ def test_only_the_latest_revisions_are_shown_and_the_page_says_how_many_there_ar
         ]
     )
     Run.objects.filter(pk=revised_run.pk).update(revision=25)
-    # run, published attestations, published flags, latest revisions
-    with django_assert_num_queries(4):
+    # run (with whether it has published attestations and flags: none), latest revisions
+    with django_assert_num_queries(2):
         body = client.get(f"/runs/{revised_run.public_id}/").content.decode()
     text = history_text(body)
     assert "(the latest 20 of 25)" in text

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from kernelindex.pagecache import bump_data_version
 from runs.models import Environment, Implementation, Project, Run, Visibility
 from tests.factories import sol_group
 
@@ -31,17 +32,18 @@ def pages(runs: list[Run]) -> list[tuple[str, int, int]]:
     group = middle.group
     environment = Environment.objects.get()
     return [
-        # run, published attestations, published flags, latest revisions
-        (f"/runs/{middle.public_id}/", 4, 200),
-        (f"/runs/{runs[0].public_id}/", 4, 200),
+        # run (and whether it has published attestations or flags: none here), latest revisions
+        (f"/runs/{middle.public_id}/", 2, 200),
+        (f"/runs/{runs[0].public_id}/", 2, 200),
         # run with its documents
         (f"/runs/{middle.public_id}.json", 1, 200),
-        # group, one page of rows, the group's published flags (the row count is stored) …
-        (f"/groups/{group.key}/", 3, 200),
-        (f"/groups/{group.key}/?show=all&sort=-latency&page=2", 3, 200),
-        (f"/groups/{group.key}/?sort=submitter", 3, 200),
+        # group (and whether it has published flags: none here), one page of rows (the row
+        # count is stored) …
+        (f"/groups/{group.key}/", 2, 200),
+        (f"/groups/{group.key}/?show=all&sort=-latency&page=2", 2, 200),
+        (f"/groups/{group.key}/?sort=submitter", 2, 200),
         # … and with an evidence filter, the row count
-        (f"/groups/{group.key}/?evidence=source_reported", 4, 200),
+        (f"/groups/{group.key}/?evidence=source_reported", 3, 200),
         # the run, the run it is compared with
         (f"/runs/{middle.public_id}/compare/", 2, 200),
         (f"/runs/{middle.public_id}/compare/{runs[-1].public_id}/", 2, 200),
@@ -140,6 +142,60 @@ def test_attestations_and_flags_cost_no_query_per_item(client, group_runs, djang
     assert body.count("reviewed by moderators") == 5 and "Flag 4" in body
 
 
+def test_a_run_page_asks_for_attestations_and_flags_only_where_the_run_has_published_ones(
+    client, group_runs, django_assert_num_queries
+):
+    from attestations.models import Attestation, AttestationKind, AttestationState, IssueReport, ReportState
+
+    run, other = group_runs[1], group_runs[2]
+    # Unpublished ones (pending, an open report, a flag without a public summary) are not shown,
+    # and do not cost their queries.
+    Attestation.objects.create(
+        run=run,
+        kind=AttestationKind.NOTE,
+        state=AttestationState.PENDING,
+        digest="sha256:" + "1" * 64,
+        reference="A-PENDING",
+        document="{}",
+        text="pending note",
+    )
+    IssueReport.objects.create(run=run, reference="R-OPEN", category="incorrect_data", description="private")
+    IssueReport.objects.create(
+        run=run, reference="R-QUIET", category="incorrect_data", description="private", state=ReportState.FLAGGED
+    )
+    with django_assert_num_queries(2):
+        body = client.get(f"/runs/{run.public_id}/").content.decode()
+    assert "No attestations yet." in body and "Flagged by moderators" not in body and "pending note" not in body
+    # A published flag alone: run, flags, revisions. (Written here without the moderation
+    # console, which says so to the page cache itself.)
+    IssueReport.objects.create(
+        run=run,
+        reference="R-FLAG",
+        category="incorrect_data",
+        description="private",
+        state=ReportState.FLAGGED,
+        public_summary="Numbers differ from the board",
+    )
+    bump_data_version()
+    with django_assert_num_queries(3):
+        body = client.get(f"/runs/{run.public_id}/").content.decode()
+    assert "Numbers differ from the board" in body and "No attestations yet." in body
+    # A published note alone, on another run: run, attestations, revisions.
+    Attestation.objects.create(
+        run=other,
+        kind=AttestationKind.NOTE,
+        state=AttestationState.PUBLISHED,
+        digest="sha256:" + "2" * 64,
+        reference="A-NOTE",
+        document="{}",
+        text="ran it again, same figure",
+    )
+    bump_data_version()
+    with django_assert_num_queries(3):
+        body = client.get(f"/runs/{other.public_id}/").content.decode()
+    assert "ran it again, same figure" in body and "Flagged by moderators" not in body
+
+
 def test_flags_on_the_ranking_page_cost_one_query_for_the_whole_group(client, group_runs, django_assert_num_queries):
     from attestations.models import IssueReport, ReportState
 
@@ -172,3 +228,29 @@ def test_flags_on_the_ranking_page_cost_one_query_for_the_whole_group(client, gr
     assert "private" not in body.split("<caption>")[1]
     with django_assert_num_queries(3):
         assert client.get(f"/groups/{group.key}/?show=all&sort=-latency").status_code == 200
+
+
+def test_a_ranking_page_asks_for_flags_only_where_its_group_has_published_ones(
+    client, group_runs, django_assert_num_queries
+):
+    from attestations.models import IssueReport, ReportState
+
+    run = group_runs[0]
+    page = f"/groups/{run.group.key}/"
+    IssueReport.objects.create(run=run, reference="R-OPEN", category="incorrect_data", description="private")
+    with django_assert_num_queries(2):
+        body = client.get(page).content.decode()
+    assert "flagged" not in body
+    IssueReport.objects.create(
+        run=run,
+        reference="R-FLAG",
+        category="incorrect_data",
+        description="private",
+        state=ReportState.FLAGGED,
+        public_summary="Numbers differ from the board",
+    )
+    bump_data_version()
+    # group, rows, the group's published flags
+    with django_assert_num_queries(3):
+        body = client.get(page).content.decode()
+    assert "Numbers differ from the board" in body
