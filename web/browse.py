@@ -168,6 +168,7 @@ class Gpu:
     group_count: int
     source_count: int
     last_observed: Any
+    leader_count: int = 0  # groups with a #1: the rows of the GPU page's best runs
 
     def get_absolute_url(self) -> str:
         return links.page_path("gpus", self.slug)
@@ -188,6 +189,7 @@ def gpu_list(sort: str = "name") -> tuple[list[Gpu], str]:
             group_count=Count("pk", distinct=True),
             source_count=Count("source", distinct=True),
             last_observed=Max("last_observed_at"),
+            leader_count=Count("pk", filter=Q(ranked_count__gt=0)),
         )
     )
     gpus: dict[str, Gpu] = {}
@@ -203,6 +205,7 @@ def gpu_list(sort: str = "name") -> tuple[list[Gpu], str]:
             group_count=row["group_count"],
             source_count=row["source_count"],
             last_observed=row["last_observed"],
+            leader_count=row["leader_count"],
         )
         gpus.setdefault(slug, gpu)
     if sort.lstrip("-") not in GPU_SORTS:
@@ -217,6 +220,39 @@ def gpu_list(sort: str = "name") -> tuple[list[Gpu], str]:
 def gpu_best_runs(product: str) -> QuerySet[Run]:
     """The #1 of every comparison group on this GPU, one row per group (for ``run_table``)."""
     return Run.objects.visible().filter(group__hardware_product=product, rank=1).for_listing()
+
+
+class GroupLeaders:
+    """``gpu_best_runs`` in benchmark order (the GPU page's default), a page at a time, found
+    from the groups: the page's groups in their benchmark's order, each one's #1 by its
+    (group, rank) index, then those runs with their table's columns (2 queries a page).
+
+    Ordering the #1 runs themselves by benchmark found all of the GPU's #1 runs and joined
+    each to its table's columns before sorting: 2,108 rows for the first 50, 40 ms at a
+    million runs. From the groups it reads the 50 and stops (1 ms)."""
+
+    def __init__(self, product: str, source_slug: str, descending: bool, shown: QuerySet[Run]) -> None:
+        leader = Run.objects.visible().filter(group_id=OuterRef("pk"), rank=1).order_by()
+        groups = ComparisonGroup.objects.filter(hardware_product=product, ranked_count__gt=0)
+        if source_slug:
+            groups = groups.filter(source__slug=source_slug)
+        native_id = F("benchmark__native_id")
+        self.ids = (
+            groups.annotate(
+                leader_id=Subquery(leader.values("pk")[:1]), leader_public_id=Subquery(leader.values("public_id")[:1])
+            )
+            # As tables.order_for writes the "benchmark" sort: the public id breaks ties.
+            .order_by(
+                native_id.desc(nulls_last=True) if descending else native_id.asc(nulls_last=True), "leader_public_id"
+            )
+            .values_list("leader_id", flat=True)
+        )
+        self.shown = shown
+
+    def __getitem__(self, item: slice) -> list[Run]:
+        ids = [pk for pk in self.ids[item] if pk is not None]
+        found = {run.pk: run for run in self.shown.filter(pk__in=ids)}
+        return [found[pk] for pk in ids if pk in found]
 
 
 def gpu_leader_count(product: str, source_slug: str = "") -> int:

@@ -138,9 +138,11 @@ def gpus_index(request: HttpRequest) -> HttpResponse:
 
 
 def gpu_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    """4 queries: the GPUs with their counts, the sources (filter options), the count (of the
-    groups' stored figures, or of the runs when an evidence level narrows them) and page of the
-    #1 run of every comparison group on this GPU."""
+    """4 queries: the GPUs with their counts (the number of #1 runs among them), the sources
+    (filter options), and a page of the #1 run of every comparison group on this GPU: in
+    benchmark order (the default) the page's runs from the groups, then their rows; in another
+    order one query for the rows and one for the count (of the groups' stored figures, or of
+    the runs when an evidence level narrows them)."""
     gpus, _ = browse.gpu_list()
     gpu = next((g for g in gpus if g.slug == slug), None)
     if gpu is None:
@@ -154,9 +156,15 @@ def gpu_detail(request: HttpRequest, slug: str) -> HttpResponse:
     chosen = wants_download(request)
     if chosen:
         return download_runs(table.rows, chosen, f"gpu-{gpu.slug}-best-runs")
-    # The groups' stored figures count the #1s, unless an evidence level narrows them.
-    known = None if table.params["evidence"] else browse.gpu_leader_count(gpu.product, table.params["source"])
-    page = selectors.paginate(table.shown, request.GET.get("page"), known_count=known)
+    evidence, source = table.params["evidence"], table.params["source"]
+    if table.sort.lstrip("-") == "benchmark" and not evidence:
+        known = browse.gpu_leader_count(gpu.product, source) if source else gpu.leader_count
+        rows = browse.GroupLeaders(gpu.product, source, table.sort.startswith("-"), table.shown)
+        page = selectors.paginate(rows, request.GET.get("page"), known_count=known)
+    else:
+        # The groups' stored figures count the #1s, unless an evidence level narrows them.
+        known = None if evidence else browse.gpu_leader_count(gpu.product, source)
+        page = selectors.paginate(table.shown, request.GET.get("page"), known_count=known)
     return render(request, "web/gpu_detail.html", {"gpu": gpu, "table": table, "page": page})
 
 

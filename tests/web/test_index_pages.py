@@ -146,6 +146,43 @@ def test_gpus_and_a_gpu_page_with_its_best_runs(client, data):
     assert client.get("/gpus/b-200/").status_code == 404
 
 
+@pytest.mark.parametrize(
+    ("gpu", "query"),
+    [
+        ("b200", ""),
+        ("b200", "source=sol-execbench"),
+        ("h100-80gb-hbm3", ""),  # 250 #1 runs: five pages
+        ("h100-80gb-hbm3", "sort=-benchmark&source=kernelbench"),
+        ("h200", "sort=-benchmark"),
+        ("h200", "source=kernelindex"),
+    ],
+)
+def test_a_gpu_page_in_benchmark_order_lists_the_runs_the_generic_order_does(client, data, gpu, query):
+    """The default order reads the #1 runs from their groups (browse.GroupLeaders): the same
+    runs, in the same order, page after page, as ordering the #1 runs themselves."""
+    from django.db.models import F
+
+    from runs import selectors
+    from web.tables import gpu_products
+
+    product = gpu_products()[gpu]
+    params = dict(part.split("=") for part in query.split("&") if part)
+    native_id = F("benchmark__native_id")
+    expected = list(
+        Run.objects.filter(group__hardware_product=product, rank=1, visibility="published")
+        .filter(**({"source__slug": params["source"]} if "source" in params else {}))
+        .order_by(native_id.desc(nulls_last=True) if "sort" in params else native_id.asc(nulls_last=True), "public_id")
+        .values_list("public_id", flat=True)
+    )
+    shown: list[str] = []
+    pages = -(-len(expected) // selectors.PAGE_SIZE) or 1
+    for number in range(1, pages + 1):
+        body = client.get(f"/gpus/{gpu}/?{query}&page={number}").content.decode()
+        shown += re.findall(r'<th scope="row" class="id"><a href="/runs/([0-9a-f]{8})/">', body)
+    assert expected and shown == expected
+    assert f"Best run of each comparison group ({len(expected)})" in visible_text(body)
+
+
 def test_sources_and_projects_index(client, data):
     text = text_of(client, "/sources/")
     assert "NVIDIA SOL-ExecBench" in text and "KernelBench 250" in text

@@ -37,8 +37,13 @@ PAGES = [
     # every GPU with its counts
     ("/gpus/", 1),
     ("/gpus/?sort=-runs", 1),
-    # GPUs with counts, sources (filter options), count and page of the #1 of each group
+    # GPUs with counts (how many #1 runs too), sources (filter options), the page's #1 runs
+    # from their groups in benchmark order, their rows …
     ("/gpus/b200/", 4),
+    ("/gpus/b200/?sort=-benchmark&page=2", 4),
+    # … with a source, the count of its groups with a #1 …
+    ("/gpus/b200/?source=sol-execbench", 5),
+    # … in another order: the count, the page
     ("/gpus/h200/?source=sol-execbench&sort=-latency&page=2", 4),
     # every source with its counts
     ("/sources/", 1),
