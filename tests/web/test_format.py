@@ -30,6 +30,33 @@ def test_latency(ns, shown):
     assert kiformat.latency(ns) == shown
 
 
+def test_latency_writes_three_significant_digits_in_the_largest_unit_for_any_value():
+    """The fast path ("g" formatting) against the rule written out: ``_significant`` of the value
+    in the largest unit it reaches, the next unit when it rounds to 1000."""
+    import random
+
+    def by_the_rule(ns: float) -> str:
+        index = max([0] + [i for i, (_, scale) in enumerate(kiformat._UNITS) if abs(ns) >= scale])
+        text = kiformat._significant(ns / kiformat._UNITS[index][1])
+        if index + 1 < len(kiformat._UNITS) and abs(float(text)) >= 1000:
+            index += 1
+            text = kiformat._significant(ns / kiformat._UNITS[index][1])
+        return f"{text} {kiformat._UNITS[index][0]}"
+
+    rng = random.Random(13)
+    values = [rng.uniform(0, 10) * 10 ** rng.randint(-6, 13) for _ in range(20_000)]
+    # Around every rounding edge: 9.995, 99.95, 999.5 of each unit, and powers of ten.
+    values += [
+        edge * scale * (1 + d)
+        for edge in (1, 9.995, 99.95, 999.5, 1000)
+        for scale in (1, 1e3, 1e6, 1e9)
+        for d in (-1e-12, -1e-6, 0, 1e-6, 1e-12)
+    ]
+    values += [-v for v in values[:1000]] + [0.0, -0.0, 5e-5, 1e-4, 2e12, 17]
+    for ns in values:
+        assert kiformat.latency(ns) == by_the_rule(ns), ns
+
+
 def test_ratio_score_and_dates():
     assert kiformat.ratio(20.455) == "20.45×"
     assert kiformat.ratio(None) == "—"
