@@ -142,32 +142,11 @@ def test_attestations_and_flags_cost_no_query_per_item(client, group_runs, djang
     assert body.count("reviewed by moderators") == 5 and "Flag 4" in body
 
 
-def test_a_run_page_asks_for_attestations_and_flags_only_where_the_run_has_published_ones(
-    client, group_runs, django_assert_num_queries
-):
-    from attestations.models import Attestation, AttestationKind, AttestationState, IssueReport, ReportState
+def _publish_flag(run: Run) -> None:
+    """A flag published on ``run``: written here without the moderation console, which tells the
+    page cache itself."""
+    from attestations.models import IssueReport, ReportState
 
-    run, other = group_runs[1], group_runs[2]
-    # Unpublished ones (pending, an open report, a flag without a public summary) are not shown,
-    # and do not cost their queries.
-    Attestation.objects.create(
-        run=run,
-        kind=AttestationKind.NOTE,
-        state=AttestationState.PENDING,
-        digest="sha256:" + "1" * 64,
-        reference="A-PENDING",
-        document="{}",
-        text="pending note",
-    )
-    IssueReport.objects.create(run=run, reference="R-OPEN", category="incorrect_data", description="private")
-    IssueReport.objects.create(
-        run=run, reference="R-QUIET", category="incorrect_data", description="private", state=ReportState.FLAGGED
-    )
-    with django_assert_num_queries(2):
-        body = client.get(f"/runs/{run.public_id}/").content.decode()
-    assert "No attestations yet." in body and "Flagged by moderators" not in body and "pending note" not in body
-    # A published flag alone: run, flags, revisions. (Written here without the moderation
-    # console, which says so to the page cache itself.)
     IssueReport.objects.create(
         run=run,
         reference="R-FLAG",
@@ -177,19 +156,42 @@ def test_a_run_page_asks_for_attestations_and_flags_only_where_the_run_has_publi
         public_summary="Numbers differ from the board",
     )
     bump_data_version()
+
+
+def test_a_run_page_asks_for_attestations_and_flags_only_where_the_run_has_published_ones(
+    client, group_runs, django_assert_num_queries
+):
+    from attestations.models import Attestation, AttestationKind, AttestationState, IssueReport, ReportState
+
+    def note(run: Run, state: str, text: str) -> None:
+        Attestation.objects.create(
+            run=run,
+            kind=AttestationKind.NOTE,
+            state=state,
+            digest=f"sha256:{run.pk:064x}",
+            reference=f"A-{run.pk}",
+            document="{}",
+            text=text,
+        )
+
+    run, other = group_runs[1], group_runs[2]
+    # Unpublished ones (pending, an open report, a flag without a public summary) are not shown,
+    # and do not cost their queries.
+    note(run, AttestationState.PENDING, "pending note")
+    IssueReport.objects.create(run=run, reference="R-OPEN", category="incorrect_data", description="private")
+    IssueReport.objects.create(
+        run=run, reference="R-QUIET", category="incorrect_data", description="private", state=ReportState.FLAGGED
+    )
+    with django_assert_num_queries(2):
+        body = client.get(f"/runs/{run.public_id}/").content.decode()
+    assert "No attestations yet." in body and "Flagged by moderators" not in body and "pending note" not in body
+    # A published flag alone: run, flags, revisions.
+    _publish_flag(run)
     with django_assert_num_queries(3):
         body = client.get(f"/runs/{run.public_id}/").content.decode()
     assert "Numbers differ from the board" in body and "No attestations yet." in body
     # A published note alone, on another run: run, attestations, revisions.
-    Attestation.objects.create(
-        run=other,
-        kind=AttestationKind.NOTE,
-        state=AttestationState.PUBLISHED,
-        digest="sha256:" + "2" * 64,
-        reference="A-NOTE",
-        document="{}",
-        text="ran it again, same figure",
-    )
+    note(other, AttestationState.PUBLISHED, "ran it again, same figure")
     bump_data_version()
     with django_assert_num_queries(3):
         body = client.get(f"/runs/{other.public_id}/").content.decode()
@@ -233,7 +235,7 @@ def test_flags_on_the_ranking_page_cost_one_query_for_the_whole_group(client, gr
 def test_a_ranking_page_asks_for_flags_only_where_its_group_has_published_ones(
     client, group_runs, django_assert_num_queries
 ):
-    from attestations.models import IssueReport, ReportState
+    from attestations.models import IssueReport
 
     run = group_runs[0]
     page = f"/groups/{run.group.key}/"
@@ -241,15 +243,7 @@ def test_a_ranking_page_asks_for_flags_only_where_its_group_has_published_ones(
     with django_assert_num_queries(2):
         body = client.get(page).content.decode()
     assert "flagged" not in body
-    IssueReport.objects.create(
-        run=run,
-        reference="R-FLAG",
-        category="incorrect_data",
-        description="private",
-        state=ReportState.FLAGGED,
-        public_summary="Numbers differ from the board",
-    )
-    bump_data_version()
+    _publish_flag(run)
     # group, rows, the group's published flags
     with django_assert_num_queries(3):
         body = client.get(page).content.decode()
