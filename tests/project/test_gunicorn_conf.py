@@ -33,3 +33,14 @@ def test_the_master_compiles_the_jinja_templates_before_the_workers_fork() -> No
     runpy.run_path(str(CONF))["when_ready"](None)
     compiled = {name for _, name in jinja.environment().cache.keys()}
     assert {"runs/run_detail.html", "runs/benchmark_detail.html", "runs/_replications.html"} <= compiled
+
+
+def test_the_master_freezes_what_it_holds_before_the_workers_fork() -> None:
+    import gc
+
+    before = gc.get_freeze_count()
+    try:
+        runpy.run_path(str(CONF))["when_ready"](None)
+        assert gc.get_freeze_count() > before
+    finally:
+        gc.unfreeze()  # this test process goes on collecting as before
