@@ -32,7 +32,9 @@ def when_ready(server: object) -> None:
     pages the workers share with the master."""
     import gc
 
+    from kernelindex import prefork
     from web import jinja
 
+    prefork.prepare()  # the Django templates and the cache's client, as jinja.precompile does its own
     jinja.precompile()
     gc.freeze()

@@ -44,3 +44,22 @@ def test_the_master_freezes_what_it_holds_before_the_workers_fork() -> None:
         assert gc.get_freeze_count() > before
     finally:
         gc.unfreeze()  # this test process goes on collecting as before
+
+
+def test_the_master_compiles_the_django_templates_and_imports_the_cache_client_before_the_fork(
+    settings,
+) -> None:
+    import sys
+
+    from django.template import engines
+
+    from kernelindex import prefork
+
+    (loader,) = engines["django"].engine.template_loaders  # the cached loader, around the others
+    loader.reset()
+    names = prefork.prepare()
+    assert {"base.html", "web/run_list.html", "web/gpu_detail.html", "registration/login.html"} <= set(names)
+    assert not any(name.startswith("jinja/") for name in names)
+    assert set(names) <= set(loader.get_template_cache)
+    for config in settings.CACHES.values():
+        assert config["BACKEND"].rsplit(".", 1)[0] in sys.modules
