@@ -1,6 +1,6 @@
 """Pages rendered by Jinja2 inside the site's Django base template (``render_page``): the pages
-whose templates cost the most (the run page, the ranking, the benchmark page and the benchmark
-across GPUs).
+whose templates cost the most (the run page, the ranking, the benchmark page, the benchmark
+across GPUs and the benchmarks index).
 
 The run page's Django template cost more than everything else the page does: 2.7 ms of a
 5.6 ms request in-process on the shipped data, for some 220 variable lookups (each tries a
