@@ -237,22 +237,19 @@ class GroupLeaders:
         if source_slug:
             groups = groups.filter(source__slug=source_slug)
         native_id = F("benchmark__native_id")
-        self.ids = (
-            groups.annotate(
-                leader_id=Subquery(leader.values("pk")[:1]), leader_public_id=Subquery(leader.values("public_id")[:1])
-            )
+        # Each group's #1 by its public id (unique): the order's tie-break and the page's key.
+        self.public_ids = (
+            groups.annotate(leader=Subquery(leader.values("public_id")[:1]))
             # As tables.order_for writes the "benchmark" sort: the public id breaks ties.
-            .order_by(
-                native_id.desc(nulls_last=True) if descending else native_id.asc(nulls_last=True), "leader_public_id"
-            )
-            .values_list("leader_id", flat=True)
+            .order_by(native_id.desc(nulls_last=True) if descending else native_id.asc(nulls_last=True), "leader")
+            .values_list("leader", flat=True)
         )
         self.shown = shown
 
     def __getitem__(self, item: slice) -> list[Run]:
-        ids = [pk for pk in self.ids[item] if pk is not None]
-        found = {run.pk: run for run in self.shown.filter(pk__in=ids)}
-        return [found[pk] for pk in ids if pk in found]
+        public_ids = [public_id for public_id in self.public_ids[item] if public_id is not None]
+        found = {run.public_id: run for run in self.shown.filter(public_id__in=public_ids)}
+        return [found[public_id] for public_id in public_ids if public_id in found]
 
 
 def gpu_leader_count(product: str, source_slug: str = "") -> int:
